@@ -1,0 +1,93 @@
+"""The algorithm registry: every encoder, found by name.
+
+Encoders inside bpebench register with ``@register_encoder`` in their own module
+under ``algorithms/`` (every public module there is imported on first use, so a
+new module needs no other edit). Outside packages register through the
+entry-point group ``bpebench.encoders`` (``name = "module:Class"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from importlib import metadata
+from typing import TypeVar
+
+from .encoder import Encoder
+from .errors import BpebenchError, UnknownNameError
+
+ENTRY_POINT_GROUP = "bpebench.encoders"
+_REGISTRY: dict[str, type[Encoder]] = {}
+_discovered = False
+#: modules under algorithms/ that hold no encoder (skipped by discovery)
+_NOT_ENCODERS = {"errors", "encoder", "registry", "vocabulary", "compiled", "patterns",
+                 "loaders", "builtin", "tokenizer", "pretokenize", "pretokenize_compiled",
+                 "unicode_table"}
+
+E = TypeVar("E", bound=type[Encoder])
+
+
+def register_encoder(cls: E) -> E:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__qualname__} needs a non-empty `name` to be registered")
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
+        raise TypeError(f"encoder name {cls.name!r} is taken by {existing.__module__}.{existing.__qualname__}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    import algorithms
+
+    for info in pkgutil.iter_modules(algorithms.__path__):
+        if info.name.startswith("_") or info.name in _NOT_ENCODERS:
+            continue
+        importlib.import_module(f"algorithms.{info.name}")
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _REGISTRY:
+            continue
+        try:
+            cls = ep.load()
+        except Exception as exc:  # an outside package must not break the whole tool
+            raise BpebenchError(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+        if not (isinstance(cls, type) and issubclass(cls, Encoder)):
+            raise BpebenchError(f"entry point {ep.name!r} ({ep.value}) is not an Encoder subclass")
+        if not cls.name:
+            cls.name = ep.name
+        _REGISTRY.setdefault(ep.name, cls)
+
+
+def encoder_names() -> list[str]:
+    """Every registered algorithm name, exact ones first, each group fastest first."""
+    _discover()
+    return sorted(_REGISTRY, key=lambda n: (not _REGISTRY[n].is_exact(), _REGISTRY[n].speed_rank, n))
+
+
+def get_encoder_class(name: str) -> type[Encoder]:
+    """The encoder class registered as ``name``; UnknownNameError lists the known names."""
+    _discover()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownNameError("algorithm", name, encoder_names()) from None
+
+
+def default_encoder_name() -> str:
+    """The fastest registered exact encoder."""
+    exact = [n for n in encoder_names() if _REGISTRY[n].is_exact()]
+    return exact[0]
+
+
+def make_encoder(name: str, vocabulary) -> Encoder:
+    """Build (and memoise per vocabulary) the encoder ``name`` for ``vocabulary``."""
+    cache = vocabulary.__dict__.setdefault("_encoders", {})
+    enc = cache.get(name)
+    if enc is None:
+        enc = cache[name] = get_encoder_class(name)(vocabulary)
+    return enc
