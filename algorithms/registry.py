@@ -22,7 +22,7 @@ _discovered = False
 #: modules under algorithms/ that hold no encoder (skipped by discovery)
 _NOT_ENCODERS = {"errors", "encoder", "registry", "vocabulary", "compiled", "patterns",
                  "loaders", "builtin", "tokenizer", "pretokenize", "pretokenize_compiled",
-                 "unicode_table"}
+                 "unicode_table", "peers", "matching", "chunking", "cache", "agreement"}
 
 E = TypeVar("E", bound=type[Encoder])
 
