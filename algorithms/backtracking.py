@@ -1,0 +1,123 @@
+"""``backtracking``: exact BPE by leftmost-longest matching with backtracking. O(n) per piece.
+
+The seed paper's fastest exact encoder. The output is built left to right and is
+always a valid encoding of the bytes consumed so far (every token is checked to be
+*compatible* with the one before it, which by the paper's corollary IIIa keeps the
+whole sequence valid):
+
+1. at the current position take the longest token that matches;
+2. if it is compatible with the previous token and does not end on a position
+   already known to be dead, append it and continue after it;
+3. otherwise try the next-longest token that matches there (``next_prefix``);
+4. if no token is left, the position is *dead*: the unique valid encoding of the
+   text before it cannot be continued to a valid encoding of the whole text, so
+   no valid encoding of the whole text has a boundary there. Mark it, drop the
+   previous token and retry its shorter alternatives.
+
+Dead positions are never revisited, so every position is entered a bounded number
+of times (times the number of tokens that match there): linear time for a fixed
+vocabulary. Exact: the result is the one valid encoding, i.e. equal to ``naive``.
+
+Hot loops are numba over :class:`~algorithms.compiled.Tables` and the forward trie
+of :mod:`algorithms.matching`; ``encode_pieces`` runs all pieces in one call.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+from numba import njit
+
+from .compiled import compatible, compile_vocabulary
+from .encoder import Encoder
+from .matching import as_byte_array, build_matcher, check_encodable, join_pieces, longest_match
+from .registry import register_encoder
+from .vocabulary import Vocabulary
+
+
+@njit(cache=True)
+def backtrack_piece(tables, forward, next_prefix, data, start, end, dead, out, n_out):
+    """Append the encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
+
+    ``dead`` (uint8, indexed by absolute position) must be zero on ``start+1 .. end-1``.
+    """
+    if start >= end:
+        return n_out
+    priority, split_left, split_right = tables.priority, tables.split_left, tables.split_right
+    pair_keys, pair_vals, token_len = tables.pair_keys, tables.pair_vals, tables.token_len
+    first = n_out
+    pos = start
+    token = longest_match(forward, data, pos, end)
+    while True:
+        last = out[n_out - 1] if n_out > first else -1
+        while True:
+            stop = pos + token_len[token]
+            if dead[stop] == 0 and (
+                last < 0 or compatible(priority, split_left, split_right, pair_keys, pair_vals, last, token)
+            ):
+                out[n_out] = token
+                n_out += 1
+                pos = stop
+                break
+            shorter = next_prefix[token]
+            if shorter >= 0:
+                token = shorter
+                continue
+            # nothing fits after `last`: pos is dead, retry last's shorter alternatives
+            dead[pos] = 1
+            n_out -= 1
+            pos -= token_len[last]
+            token = last
+            stop = -1
+            break
+        if pos == end:
+            return n_out
+        if stop >= 0:
+            token = longest_match(forward, data, pos, end)
+
+
+@njit(cache=True)
+def backtrack_pieces(tables, forward, next_prefix, data, offsets, out):
+    """Encode every piece ``data[offsets[i]:offsets[i+1]]`` into ``out``; return the length."""
+    dead = np.zeros(len(data) + 1, dtype=np.uint8)
+    n_out = 0
+    for i in range(len(offsets) - 1):
+        n_out = backtrack_piece(tables, forward, next_prefix, data, offsets[i], offsets[i + 1], dead, out, n_out)
+    return n_out
+
+
+@register_encoder
+class BacktrackingEncoder(Encoder):
+    """Leftmost-longest match, shorter alternatives on conflict, backtracking over dead positions."""
+
+    name = "backtracking"
+    summary = "exact: longest match + compatibility check + backtracking with dead-position marks (O(n), numba)"
+    capabilities = frozenset({"exact"})
+    speed_rank = 10
+
+    def __init__(self, vocabulary: Vocabulary) -> None:
+        super().__init__(vocabulary)
+        self.tables = compile_vocabulary(vocabulary)
+        matcher = build_matcher(vocabulary)
+        self._forward, self._next_prefix = matcher.forward, matcher.next_prefix
+
+    def _run(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        check_encodable(self.vocabulary, data)
+        out = np.empty(len(data), dtype=np.int32)
+        n = backtrack_pieces(self.tables, self._forward, self._next_prefix, data, offsets, out)
+        return out[:n]
+
+    def encode_array(self, data) -> np.ndarray:
+        """int32 token ids of ``data`` (bytes or a uint8 array)."""
+        arr = as_byte_array(data)
+        return self._run(arr, np.array([0, len(arr)], dtype=np.int64))
+
+    def encode(self, data: bytes) -> list[int]:
+        return self.encode_array(data).tolist()
+
+    def count(self, data: bytes) -> int:
+        return len(self.encode_array(data))
+
+    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
+        return self._run(*join_pieces(pieces)).tolist()
