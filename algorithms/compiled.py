@@ -179,10 +179,11 @@ def _derive_from_ranks(token_bytes, token_start, order, rank_priority, usable, b
             continue
         for k in range(s + 1, e):
             x = bytes_lookup(bytes_slots, token_bytes, token_start, token_bytes, s, k)
-            if x < 0 or priority[x] >= NEVER or (e - s > 1 and rank_priority[x] >= rank_priority[t]):
+            # parts may share the token's priority (SentencePiece pieces with equal scores)
+            if x < 0 or priority[x] >= NEVER or rank_priority[x] > rank_priority[t]:
                 continue
             y = bytes_lookup(bytes_slots, token_bytes, token_start, token_bytes, k, e)
-            if y < 0 or priority[y] >= NEVER or rank_priority[y] >= rank_priority[t]:
+            if y < 0 or priority[y] >= NEVER or rank_priority[y] > rank_priority[t]:
                 continue
             if compatible(priority, split_left, split_right, pair_keys, pair_vals, x, y):
                 split_left[t] = x
@@ -246,7 +247,7 @@ def compile_vocabulary(vocab) -> Tables:
 
     dead_merges = 0
     if vocab.rule == "ranks":
-        order = np.argsort(vocab.priority, kind="stable")
+        order = np.lexsort((lengths, vocab.priority))  # by priority, shorter first on ties
         order = order[usable[order]]
         _derive_from_ranks(token_bytes, token_start, order, vocab.priority, usable, bytes_slots,
                            priority, split_left, split_right, pair_keys, pair_vals)

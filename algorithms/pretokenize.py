@@ -7,6 +7,7 @@ pattern, exactly what tiktoken and HF tokenizers do. A compiled scanner
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Protocol
 
 import regex
@@ -63,7 +64,35 @@ def denormalize_sentencepiece(text: str) -> str:
     return text[1:] if text.startswith(" ") else text
 
 
+def normalize_nfc(text: str) -> str:
+    """Unicode NFC (what Qwen2's ``tokenizer.json`` applies before pre-tokenizing)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def _sentencepiece_variant(*, dummy_prefix: bool, collapse: bool):
+    """SentencePiece's ``identity`` normalizer with its two flags (``normalizer.cc``):
+    ``remove_extra_whitespaces`` drops leading/trailing spaces and squeezes runs of
+    spaces to one; ``add_dummy_prefix`` puts one ``▁`` in front of non-empty text."""
+
+    def normalize(text: str) -> str:
+        if collapse:
+            text = " ".join(word for word in text.split(" ") if word)
+        if not text:
+            return text
+        return (SPM_SPACE if dummy_prefix else "") + text.replace(" ", SPM_SPACE)
+
+    def denormalize(text: str) -> str:
+        text = text.replace(SPM_SPACE, " ")
+        return text[1:] if dummy_prefix and text.startswith(" ") else text
+
+    return normalize, denormalize
+
+
 NORMALIZERS = {
     "none": (normalize_none, denormalize_none),
+    "nfc": (normalize_nfc, denormalize_none),
     "sentencepiece": (normalize_sentencepiece, denormalize_sentencepiece),
+    "sentencepiece-no-prefix": _sentencepiece_variant(dummy_prefix=False, collapse=False),
+    "sentencepiece-collapse": _sentencepiece_variant(dummy_prefix=True, collapse=True),
+    "sentencepiece-collapse-no-prefix": _sentencepiece_variant(dummy_prefix=False, collapse=True),
 }
