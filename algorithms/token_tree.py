@@ -64,6 +64,7 @@ from numba import njit
 from .compiled import compile_vocabulary
 from .encoder import Encoder
 from .errors import BpebenchError
+from .matching import as_byte_array, join_pieces
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -228,17 +229,17 @@ def _walk(parent, node_depth, child_slots, length_start, lengths, token_bytes, t
 
 @njit(cache=True)
 def _encode_pieces(parent, node_depth, child_slots, length_start, lengths, token_bytes,
-                   token_start, root, data, piece_ends, out):
-    """Encode each ``data[piece_ends[i-1]:piece_ends[i]]``; write ids to ``out``.
+                   token_start, root, data, offsets, out):
+    """Encode each piece ``data[offsets[i]:offsets[i + 1]]``; write the ids to ``out``.
 
     Returns ``(n_tokens, -1)``, or ``(n, byte offset)`` of a byte that starts no token.
     With ``out`` of length 0 it only counts.
     """
     n = 0
-    start = 0
     write = len(out) > 0
-    for end in piece_ends:
-        i = start
+    for p in range(len(offsets) - 1):
+        i = offsets[p]
+        end = offsets[p + 1]
         while i < end:
             node = _walk(parent, node_depth, child_slots, length_start, lengths, token_bytes,
                          token_start, root, data, i, end)
@@ -248,7 +249,6 @@ def _encode_pieces(parent, node_depth, child_slots, length_start, lengths, token
                 out[n] = node
             n += 1
             i += node_depth[node]
-        start = end
     return n, -1
 
 
@@ -294,35 +294,25 @@ class TokenTreeEncoder(Encoder):
         return None if p < 0 or p == self._root else p
 
     # ---------------------------------------------------------------- encoding
-    def _run(self, data: np.ndarray, piece_ends: np.ndarray, *, count_only: bool) -> tuple[np.ndarray, int]:
+    def _run(self, data: np.ndarray, offsets: np.ndarray, *, count_only: bool) -> tuple[np.ndarray, int]:
         out = np.empty(0 if count_only else len(data), dtype=np.int32)
         n, bad = _encode_pieces(self._parent, self._node_depth, self._child_slots,
                                 self._length_start, self._lengths, self._tables.token_bytes,
-                                self._tables.token_start, self._root, data, piece_ends, out)
-        if bad >= 0:
+                                self._tables.token_start, self._root, data, offsets, out)
+        if bad >= 0:  # every single byte hangs under the root, so only a non-token byte stops here
             raise BpebenchError(
                 f"byte 0x{int(data[bad]):02x} is not a token of {self.vocabulary.name}; it cannot be encoded"
             )
         return out[:n], n
 
     def encode(self, data: bytes) -> list[int]:
-        buf = np.frombuffer(data, dtype=np.uint8)
-        ids, _ = self._run(buf, np.array([len(buf)], dtype=np.int64), count_only=False)
-        return ids.tolist()
+        buf = as_byte_array(data)
+        return self._run(buf, np.array([0, len(buf)], dtype=np.int64), count_only=False)[0].tolist()
 
     def count(self, data: bytes) -> int:
-        buf = np.frombuffer(data, dtype=np.uint8)
-        return self._run(buf, np.array([len(buf)], dtype=np.int64), count_only=True)[1]
+        buf = as_byte_array(data)
+        return self._run(buf, np.array([0, len(buf)], dtype=np.int64), count_only=True)[1]
 
     def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        data, piece_ends = join_pieces(pieces)
-        ids, _ = self._run(data, piece_ends, count_only=False)
-        return ids.tolist()
-
-
-def join_pieces(pieces: Iterable[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """All pieces as one uint8 array and the int64 end offset of each piece."""
-    pieces = pieces if isinstance(pieces, (list, tuple)) else list(pieces)
-    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-    piece_ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
-    return data, piece_ends
+        data, offsets = join_pieces(pieces)
+        return self._run(data, offsets, count_only=False)[0].tolist()
