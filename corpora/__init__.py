@@ -1,0 +1,42 @@
+"""Named, seeded, disk-cached inputs for tests and benchmarks.
+
+>>> import corpora
+>>> text = corpora.get("udhr-ru", size=200)          # str: natural text
+>>> data = corpora.get("invalid-utf8", size=64)     # bytes: may be invalid UTF-8
+>>> corpora.get_bytes("random-tokens", vocab="cl100k_base", size=1000)[:4]  # doctest: +SKIP
+
+``names()`` lists them, ``describe()`` gives each one's one-line description
+(adversarial ones also say why they are hard). Any existing file or directory
+path is accepted as a user corpus. Categories:
+
+* natural: ``udhr-{en,zh,ja,ko,ar,he,ru,hi,th}``, ``udhr-all``, ``prose-en`` (:mod:`corpora.natural`)
+* code: ``code-python`` (:mod:`corpora.code`)
+* random: ``random-tokens`` (:mod:`corpora.random_tokens`)
+* adversarial: :mod:`corpora.adversarial` and :mod:`corpora.search`
+"""
+
+from .registry import (
+    Corpus,
+    cache_dir,
+    clear_memory_cache,
+    corpus,
+    describe,
+    get,
+    get_bytes,
+    names,
+    read_user_corpus,
+    register_corpus,
+)
+
+__all__ = [
+    "Corpus",
+    "cache_dir",
+    "clear_memory_cache",
+    "corpus",
+    "describe",
+    "get",
+    "get_bytes",
+    "names",
+    "read_user_corpus",
+    "register_corpus",
+]
