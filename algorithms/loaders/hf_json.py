@@ -208,59 +208,88 @@ def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Voca
         if token_id in added and added[token_id] != content:
             raise VocabularyError(f"{path}: duplicate id {token_id} in added_tokens ({added[token_id]!r}, {content!r})")
         added[token_id] = content
+    merges = [_merge_pair(path, index, merge) for index, merge in enumerate(model.get("merges") or [])]
+    return byte_level_vocabulary(
+        by_id, merges, added,
+        name=name or (path.parent.name if path.name == "tokenizer.json" else path.name.split(".")[0]),
+        pattern=pattern,
+        normalizer=normalizer,
+        whole_piece_lookup=bool(model.get("ignore_merges", False)),
+        source=str(path),
+    )
 
+
+def byte_level_vocabulary(
+    by_id: dict[int, str],
+    merges: list[tuple[str, str]],
+    added: dict[int, str],
+    *,
+    name: str,
+    pattern: str | None,
+    normalizer: str = "none",
+    whole_piece_lookup: bool = False,
+    source: str = "",
+) -> Vocabulary:
+    """A ``"merges"`` Vocabulary from byte-level token strings (id -> text), the merge list in
+    priority order, and the added (special) tokens (id -> content).
+
+    Shared by the ``tokenizer.json`` and the GGUF ``gpt2`` loaders. Ids used only by added
+    tokens (or left unused) and model tokens that are also added tokens are ``excluded``:
+    HF carves added tokens out of the text before BPE, so BPE never produces them.
+    """
+    where = source or name
     n = max([*by_id, *added]) + 1
     tokens: list[bytes] = [b""] * n
     excluded: set[int] = set()
     for token_id in range(n):
         text = by_id.get(token_id)
         if text is None:
-            # an id only an added token uses (or a gap): never produced by BPE
             tokens[token_id] = added.get(token_id, "").encode("utf-8")
             excluded.add(token_id)
             continue
         raw = token_text_to_bytes(text)
         if raw is None:
             raise VocabularyError(
-                f"{path}: token {token_id} {text!r} is not in the byte-level alphabet; not a byte-level BPE model"
+                f"{where}: token {token_id} {text!r} is not in the byte-level alphabet; not a byte-level BPE model"
             )
         tokens[token_id] = raw
         if token_id in added:
-            excluded.add(token_id)  # matched as a special token before BPE ever sees it
+            excluded.add(token_id)
     special_tokens = {content: token_id for token_id, content in added.items()}
 
     ids = {text: token_id for token_id, text in by_id.items()}
-    merges: dict[tuple[int, int], tuple[int, int]] = {}
+    merge_table: dict[tuple[int, int], tuple[int, int]] = {}
     priority = np.full(n, NEVER, dtype=np.int64)
     for token_id, token in enumerate(tokens):
         if len(token) == 1 and token_id not in excluded:
             priority[token_id] = -1
-    for index, merge in enumerate(model.get("merges") or []):
-        left_text, right_text = _merge_pair(path, index, merge)
+    for index, (left_text, right_text) in enumerate(merges):
         left, right = ids.get(left_text), ids.get(right_text)
         merged = ids.get(left_text + right_text)
         if left is None or right is None or merged is None:
             missing = next(t for t, i in ((left_text, left), (right_text, right), (left_text + right_text, merged))
                            if i is None)
-            raise VocabularyError(f"{path}: merge {index} {left_text!r} {right_text!r} references unknown token {missing!r}")
-        if (left, right) in merges or not excluded.isdisjoint((left, right, merged)):
+            raise VocabularyError(
+                f"{where}: merge {index} {left_text!r} {right_text!r} references unknown token {missing!r}"
+            )
+        if (left, right) in merge_table or not excluded.isdisjoint((left, right, merged)):
             # a repeated pair (HF applies the first, best one), or a merge touching a special
             # token, whose literal HF always carves out of the text before BPE
             continue
-        merges[(left, right)] = (index, merged)
+        merge_table[(left, right)] = (index, merged)
         if priority[merged] == NEVER:
             priority[merged] = index
 
     return Vocabulary(
-        name=name or (path.parent.name if path.name == "tokenizer.json" else path.name.split(".")[0]),
+        name=name,
         tokens=tokens,
         priority=priority,
         rule="merges",
-        merges=merges,
+        merges=merge_table,
         special_tokens=special_tokens,
         pattern=pattern,
         normalizer=normalizer,
         excluded=frozenset(excluded),
-        whole_piece_lookup=bool(model.get("ignore_merges", False)),
-        source=str(path),
+        whole_piece_lookup=whole_piece_lookup,
+        source=source,
     )
