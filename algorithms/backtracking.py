@@ -18,8 +18,8 @@ Dead positions are never revisited, so every position is entered a bounded numbe
 of times (times the number of tokens that match there): linear time for a fixed
 vocabulary. Exact: the result is the one valid encoding, i.e. equal to ``naive``.
 
-Hot loops are numba over :class:`~algorithms.compiled.Tables` and the forward trie
-of :mod:`algorithms.matching`; ``encode_pieces`` runs all pieces in one call.
+Hot loops are numba over the :class:`~algorithms.matching.Matcher` (forward trie,
+next-prefix table, packed merge tables); ``encode_pieces`` runs all pieces in one call.
 """
 
 from __future__ import annotations
@@ -29,33 +29,32 @@ from typing import Iterable
 import numpy as np
 from numba import njit
 
-from .compiled import compatible, compile_vocabulary
 from .encoder import Encoder
-from .matching import as_byte_array, build_matcher, check_encodable, join_pieces, longest_match
+from .matching import (
+    as_byte_array, build_matcher, check_encodable, join_pieces, longest_match, pair_compatible,
+)
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
 
 @njit(cache=True)
-def backtrack_piece(tables, forward, next_prefix, data, start, end, dead, out, n_out):
+def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     """Append the encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
 
     ``dead`` (uint8, indexed by absolute position) must be zero on ``start+1 .. end-1``.
     """
     if start >= end:
         return n_out
-    priority, split_left, split_right = tables.priority, tables.split_left, tables.split_right
-    pair_keys, pair_vals, token_len = tables.pair_keys, tables.pair_vals, tables.token_len
+    forward, next_prefix = matcher.forward, matcher.next_prefix
+    rows, pairs = matcher.rows, matcher.pairs
     first = n_out
     pos = start
     token = longest_match(forward, data, pos, end)
     while True:
         last = out[n_out - 1] if n_out > first else -1
         while True:
-            stop = pos + token_len[token]
-            if dead[stop] == 0 and (
-                last < 0 or compatible(priority, split_left, split_right, pair_keys, pair_vals, last, token)
-            ):
+            stop = pos + rows[token, 3]
+            if dead[stop] == 0 and (last < 0 or pair_compatible(rows, pairs, last, token)):
                 out[n_out] = token
                 n_out += 1
                 pos = stop
@@ -67,7 +66,7 @@ def backtrack_piece(tables, forward, next_prefix, data, start, end, dead, out, n
             # nothing fits after `last`: pos is dead, retry last's shorter alternatives
             dead[pos] = 1
             n_out -= 1
-            pos -= token_len[last]
+            pos -= rows[last, 3]
             token = last
             stop = -1
             break
@@ -78,12 +77,12 @@ def backtrack_piece(tables, forward, next_prefix, data, start, end, dead, out, n
 
 
 @njit(cache=True)
-def backtrack_pieces(tables, forward, next_prefix, data, offsets, out):
+def backtrack_pieces(matcher, data, offsets, out):
     """Encode every piece ``data[offsets[i]:offsets[i+1]]`` into ``out``; return the length."""
     dead = np.zeros(len(data) + 1, dtype=np.uint8)
     n_out = 0
     for i in range(len(offsets) - 1):
-        n_out = backtrack_piece(tables, forward, next_prefix, data, offsets[i], offsets[i + 1], dead, out, n_out)
+        n_out = backtrack_piece(matcher, data, offsets[i], offsets[i + 1], dead, out, n_out)
     return n_out
 
 
@@ -98,14 +97,12 @@ class BacktrackingEncoder(Encoder):
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)
-        self.tables = compile_vocabulary(vocabulary)
-        matcher = build_matcher(vocabulary)
-        self._forward, self._next_prefix = matcher.forward, matcher.next_prefix
+        self.matcher = build_matcher(vocabulary)
 
     def _run(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         check_encodable(self.vocabulary, data)
         out = np.empty(len(data), dtype=np.int32)
-        n = backtrack_pieces(self.tables, self._forward, self._next_prefix, data, offsets, out)
+        n = backtrack_pieces(self.matcher, data, offsets, out)
         return out[:n]
 
     def encode_array(self, data) -> np.ndarray:
