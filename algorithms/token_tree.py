@@ -36,6 +36,11 @@ BPE exactly where greedy does (``abacb`` with the seed paper's dictionary gives
 ``ab ac b``, BPE gives ``ab a cb``); the seed's assumptions 1-3 are the argument
 that this happens rarely on natural text.
 
+The tree holds every token of the vocabulary (except ``excluded`` duplicates), as
+the seed's does, including tokens no merge forms; ``greedy`` matches only tokens
+BPE can produce, so on a vocabulary with such unreachable tokens the two can
+differ (cl100k_base and o200k_base have none).
+
 Two details of the seed are deliberately not reproduced: ``Get`` looks at a
 ``MaxTokenLen`` buffer zero-padded past the end of the text, so near the end it
 can match a token containing NUL bytes that are not in the text (the output then
