@@ -1,0 +1,392 @@
+"""Peers: the tokenizer libraries bpebench compares against, behind one small interface.
+
+Every benchmark, property and report iterates over :func:`available_peers` (or
+:func:`peer_status` for the reasons a peer is missing) so that no other module
+names a library. A :class:`Peer` offers:
+
+* ``encode_ordinary(text)``: the library's full pipeline (normalizer,
+  pre-tokenizer, BPE), special-token literals treated as text;
+* ``encode_raw(data)``: pure BPE over bytes without pre-tokenization, or None when
+  the library cannot do that (``supports_raw`` says which);
+* ``count(text)``, ``decode(ids)``, ``load_seconds`` (time to build it), and
+  ``same_ids``: whether its ids agreed with bpebench's reference on a small
+  verification sample (False for e.g. a bundled vocabulary whose ids differ).
+
+Peers (all built offline from data in installed wheels or from the vocabulary):
+
+=================  ===================================================================
+``tiktoken``       ``tiktoken.Encoding`` from the vocabulary's ranks, pattern, specials
+``hf-tokenizers``  ``tokenizers.Tokenizer``: the ``tokenizer.json`` itself, or a byte-level
+                   BPE converted from a ranks vocabulary (merges from its derived splits)
+``sentencepiece``  ``SentencePieceProcessor`` on the ``.model`` file
+``bpe-openai``     its bundled ``cl100k_base`` / ``o200k_base``
+``quicktok``       its bundled ``cl100k_base`` / ``o200k_base`` / ``qwen3``
+``rs-bpe``         its bundled ``cl100k_base`` / ``o200k_base`` (raw BPE by backtracking)
+=================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .vocabulary import Vocabulary
+
+#: short texts every built peer is checked on (pre-tokenized pieces are short, so the
+#: reference encoder is cheap here)
+VERIFY_TEXTS = (
+    "Hello world, it's 2026! Numbers 1234567 and  spaces\n\ttabs.",
+    "naïve café 東京 مرحبا नमस्ते 👍🏽 e\u0301",
+    "def f(x):\n    return x ** 2  # don't",
+)
+
+
+@dataclass
+class Peer:
+    """One library tokenizing one vocabulary. Build with :func:`available_peers`."""
+
+    name: str
+    library_version: str
+    vocabulary_name: str
+    encode_ordinary_fn: Callable[[str], list[int]] = field(repr=False)
+    decode_fn: Callable[[Sequence[int]], str] = field(repr=False)
+    encode_raw_fn: Callable[[bytes], list[int]] | None = field(default=None, repr=False)
+    count_fn: Callable[[str], int] | None = field(default=None, repr=False)
+    load_seconds: float = 0.0
+    same_ids: bool | None = None  # None until verified
+    note: str = ""
+
+    @property
+    def supports_raw(self) -> bool:
+        return self.encode_raw_fn is not None
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return list(self.encode_ordinary_fn(text))
+
+    def encode_raw(self, data: bytes) -> list[int] | None:
+        return None if self.encode_raw_fn is None else list(self.encode_raw_fn(data))
+
+    def count(self, text: str) -> int:
+        return self.count_fn(text) if self.count_fn is not None else len(self.encode_ordinary_fn(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.decode_fn(list(ids))
+
+
+@dataclass(frozen=True)
+class PeerSpec:
+    """How to build one peer: its distribution, a check of what it can tokenize, a builder."""
+
+    name: str
+    distribution: str  # PyPI name, for the version and the install hint
+    module: str  # import name
+    unsupported: Callable[[Vocabulary], str | None]  # reason it cannot tokenize this vocabulary
+    build: Callable[[Vocabulary], Peer]
+
+    def installed(self) -> bool:
+        return importlib.util.find_spec(self.module) is not None
+
+    def version(self) -> str:
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return "?"
+
+
+# ----------------------------------------------------------------------------- helpers
+def _plain_text_vocabulary(vocab: Vocabulary) -> str | None:
+    """Why a byte-level pipeline peer (tiktoken, converted HF) cannot reproduce ``vocab``."""
+    if vocab.hidden or vocab.normalizer not in ("none", "nfc"):
+        return f"normalizer {vocab.normalizer!r} (SentencePiece-style vocabulary)"
+    if not vocab.pattern:
+        return "the vocabulary has no pre-tokenizer pattern"
+    return None
+
+
+def _normalize(vocab: Vocabulary) -> Callable[[str], str]:
+    if vocab.normalizer == "nfc":
+        return lambda text: unicodedata.normalize("NFC", text)
+    return lambda text: text
+
+
+def _source_kind(vocab: Vocabulary) -> str | None:
+    """The file format the vocabulary was loaded from ('hf', 'sentencepiece', ...), if a file."""
+    if not vocab.source or not Path(vocab.source).is_file():
+        return None
+    from .loaders import _sniff
+
+    return _sniff(Path(vocab.source))
+
+
+def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
+    """``vocab``'s name if it is one of the built-in vocabularies ``names`` (loaded from the wheels)."""
+    from .loaders import BUILTIN, load_vocabulary
+
+    if vocab.name not in names or vocab.name not in BUILTIN:
+        return None
+    builtin = load_vocabulary(vocab.name)
+    return vocab.name if vocab is builtin or vocab.fingerprint == builtin.fingerprint else None
+
+
+# ----------------------------------------------------------------------------- tiktoken
+def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
+    if vocab.rule != "ranks":
+        return "tiktoken needs a ranks vocabulary (this one lists its merges)"
+    if vocab.excluded:
+        return "the vocabulary has excluded ids"
+    if not np.array_equal(vocab.priority, np.arange(len(vocab.tokens))):
+        return "tiktoken needs rank = id for every token"
+    return _plain_text_vocabulary(vocab)
+
+
+def _tiktoken_build(vocab: Vocabulary) -> Peer:
+    import tiktoken
+
+    from .patterns import resolve_pattern
+
+    encoding = tiktoken.Encoding(
+        name=f"bpebench-{vocab.name}",
+        pat_str=resolve_pattern(vocab.pattern),
+        mergeable_ranks={token: rank for rank, token in enumerate(vocab.tokens)},
+        special_tokens=dict(vocab.special_tokens),
+    )
+    normalize = _normalize(vocab)
+    return Peer(
+        name="tiktoken", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=lambda text: encoding.encode_ordinary(normalize(text)),
+        encode_raw_fn=encoding._encode_single_piece,
+        decode_fn=encoding.decode,
+    )
+
+
+# ----------------------------------------------------------------------------- HF tokenizers
+def _hf_unsupported(vocab: Vocabulary) -> str | None:
+    if _source_kind(vocab) == "hf":
+        return None
+    if vocab.rule != "ranks":
+        return "only tokenizer.json files and ranks vocabularies can be given to HF tokenizers"
+    return _plain_text_vocabulary(vocab)
+
+
+def hf_tokenizer_from_vocabulary(vocab: Vocabulary):
+    """A byte-level BPE ``tokenizers.Tokenizer`` equivalent to a ranks vocabulary.
+
+    Merges are the vocabulary's derived splits in priority order (each reachable token
+    is the merge of its split); the Split pattern and ``ByteLevel(use_regex=False)``
+    reproduce the pre-tokenizer; ``ignore_merges`` reproduces the whole-piece lookup.
+    """
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    from .loaders.hf_json import bytes_to_token_text
+    from .patterns import resolve_pattern
+
+    # Oniguruma (HF's regex engine) reads ``{1,3}+`` as "{1,3}, one or more times", not as a
+    # possessive interval; a possessive interval at the end of a branch is a greedy one
+    pattern = re.sub(r"(\{\d+(?:,\d*)?\})\+", r"\1", resolve_pattern(vocab.pattern))
+    texts = [bytes_to_token_text(t) for t in vocab.tokens]
+    vocab_map = {text: i for i, text in enumerate(texts) if i not in vocab.excluded}
+    for special, token_id in vocab.special_tokens.items():
+        vocab_map[special] = token_id
+    left, right = vocab.splits
+    formed = np.flatnonzero(left >= 0)
+    formed = formed[np.argsort(vocab.priority[formed], kind="stable")]
+    merges = [(texts[left[t]], texts[right[t]]) for t in formed]
+    model = models.BPE(vocab=vocab_map, merges=merges, ignore_merges=vocab.whole_piece_lookup)
+    tokenizer = Tokenizer(model)
+    if vocab.normalizer == "nfc":
+        tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tokenizer.decoder = decoders.ByteLevel()
+    specials = sorted(vocab.special_tokens, key=vocab.special_tokens.__getitem__)
+    tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+    return tokenizer
+
+
+def _hf_build(vocab: Vocabulary) -> Peer:
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    if _source_kind(vocab) == "hf":
+        tokenizer = Tokenizer.from_file(vocab.source)
+        how = "the tokenizer.json itself"
+    else:
+        tokenizer = hf_tokenizer_from_vocabulary(vocab)
+        how = "converted from the ranks (merges = derived splits)"
+    tokenizer.encode_special_tokens = True  # literals are text in encode_ordinary
+    raw = Tokenizer.from_str(tokenizer.to_str())
+    raw.normalizer = None
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    raw.encode_special_tokens = True
+
+    def encode_raw(data: bytes) -> list[int]:
+        # HF takes text; bytes that are not UTF-8 cannot be given to it
+        return raw.encode(data.decode("utf-8"), add_special_tokens=False).ids
+
+    return Peer(
+        name="hf-tokenizers", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
+        encode_raw_fn=encode_raw,
+        decode_fn=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
+        note=how,
+    )
+
+
+# ----------------------------------------------------------------------------- sentencepiece
+def _spm_unsupported(vocab: Vocabulary) -> str | None:
+    if _source_kind(vocab) != "sentencepiece":
+        return "sentencepiece only reads its own .model files"
+    return None
+
+
+def _spm_build(vocab: Vocabulary) -> Peer:
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor(model_file=vocab.source)
+    return Peer(
+        name="sentencepiece", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=processor.encode,
+        decode_fn=processor.decode,
+        note="encodes the normalized text as one piece; control tokens decode to ''",
+    )
+
+
+# ----------------------------------------------------------------------------- bundled vocabularies
+_OPENAI = ("cl100k_base", "o200k_base")
+
+
+def _bundled_unsupported(names: Sequence[str]) -> Callable[[Vocabulary], str | None]:
+    def check(vocab: Vocabulary) -> str | None:
+        if _builtin_name(vocab, names) is None:
+            return f"bundles only {', '.join(names)}"
+        return None
+    return check
+
+
+def _bpe_openai_build(vocab: Vocabulary) -> Peer:
+    import bpe_openai
+
+    encoding = bpe_openai.get_encoding(vocab.name)
+    return Peer(
+        name="bpe-openai", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=encoding.encode_ordinary,
+        count_fn=getattr(getattr(encoding, "_backend", None), "count", None),
+        decode_fn=encoding.decode,
+    )
+
+
+_QUICKTOK_NAMES = {"cl100k_base": "cl100k_base", "o200k_base": "o200k_base", "qwen": "qwen3"}
+
+
+def _quicktok_build(vocab: Vocabulary) -> Peer:
+    import quicktok
+
+    bundled = _QUICKTOK_NAMES[vocab.name]
+    encoding = quicktok.get_encoding(bundled)
+    return Peer(
+        name="quicktok", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=encoding.encode_ordinary,
+        count_fn=encoding.count,
+        decode_fn=encoding.decode,
+        note=f"bundled {bundled!r}",
+    )
+
+
+def _rs_bpe_build(vocab: Vocabulary) -> Peer:
+    from rs_bpe.bpe import openai
+
+    tokenizer = getattr(openai, vocab.name)()
+    bpe = tokenizer.bpe()
+    return Peer(
+        name="rs-bpe", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=tokenizer.encode,
+        encode_raw_fn=bpe.encode_via_backtracking,
+        count_fn=tokenizer.count,
+        decode_fn=tokenizer.decode,
+    )
+
+
+PEERS: dict[str, PeerSpec] = {
+    spec.name: spec
+    for spec in [
+        PeerSpec("tiktoken", "tiktoken", "tiktoken", _tiktoken_unsupported, _tiktoken_build),
+        PeerSpec("hf-tokenizers", "tokenizers", "tokenizers", _hf_unsupported, _hf_build),
+        PeerSpec("sentencepiece", "sentencepiece", "sentencepiece", _spm_unsupported, _spm_build),
+        PeerSpec("bpe-openai", "bpe-openai", "bpe_openai", _bundled_unsupported(_OPENAI), _bpe_openai_build),
+        PeerSpec("quicktok", "quicktok-v1", "quicktok", _bundled_unsupported(tuple(_QUICKTOK_NAMES)),
+                 _quicktok_build),
+        PeerSpec("rs-bpe", "rs_bpe", "rs_bpe", _bundled_unsupported(_OPENAI), _rs_bpe_build),
+    ]
+}
+
+_BUILT: dict[tuple[str, str], Peer] = {}
+
+
+def peer_names() -> list[str]:
+    return list(PEERS)
+
+
+def peer_status(vocab: Vocabulary) -> list[tuple[str, bool, str]]:
+    """For every known peer: (name, can it tokenize ``vocab`` here, why not / library version).
+
+    Cheap: nothing is built.
+    """
+    status = []
+    for spec in PEERS.values():
+        if not spec.installed():
+            status.append((spec.name, False, f"not installed (pip install {spec.distribution})"))
+            continue
+        reason = spec.unsupported(vocab)
+        status.append((spec.name, reason is None, reason or f"{spec.distribution} {spec.version()}"))
+    return status
+
+
+def verify_peer(peer: Peer, vocab: Vocabulary, texts: Sequence[str] = VERIFY_TEXTS) -> bool:
+    """Do the peer's ids equal bpebench's reference pipeline on ``texts``? Sets ``peer.same_ids``."""
+    from .tokenizer import Tokenizer
+
+    reference = Tokenizer(vocab, algorithm="naive")
+    peer.same_ids = all(peer.encode_ordinary(t) == reference.encode_ordinary(t) for t in texts)
+    if not peer.same_ids:
+        peer.note = "; ".join(filter(None, [peer.note, "ids differ from the reference on the verification sample"]))
+    return peer.same_ids
+
+
+def make_peer(name: str, vocab: Vocabulary, *, verify: bool = True) -> Peer:
+    """Build (memoised per vocabulary) the peer ``name`` for ``vocab``; BpebenchError if it cannot."""
+    from .errors import BpebenchError, UnknownNameError
+
+    spec = PEERS.get(name)
+    if spec is None:
+        raise UnknownNameError("peer", name, peer_names())
+    key = (name, vocab.fingerprint)
+    peer = _BUILT.get(key)
+    if peer is None:
+        if not spec.installed():
+            raise BpebenchError(f"peer {name} is not installed (pip install {spec.distribution})")
+        reason = spec.unsupported(vocab)
+        if reason is not None:
+            raise BpebenchError(f"peer {name} cannot tokenize {vocab.name}: {reason}")
+        start = time.perf_counter()
+        peer = spec.build(vocab)
+        peer.load_seconds = time.perf_counter() - start
+        peer.library_version = spec.version()
+        _BUILT[key] = peer
+    if verify and peer.same_ids is None:
+        verify_peer(peer, vocab)
+    return peer
+
+
+def available_peers(vocab: Vocabulary, *, verify: bool = True) -> list[Peer]:
+    """Every installed peer that can tokenize ``vocab``, built (and verified) once per process."""
+    return [make_peer(name, vocab, verify=verify) for name, ok, _ in peer_status(vocab) if ok]
