@@ -90,11 +90,15 @@ def read_tokenizer_json(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise VocabularyError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise VocabularyError(f"{path}: not a tokenizer.json (not UTF-8 text)") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        what = "truncated JSON" if exc.pos >= len(raw.rstrip()) else "not valid JSON"
+        # the parser stopped at the very end, or inside a string that runs to the end: cut short
+        ends_early = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        what = "truncated JSON" if ends_early else "not valid JSON"
         raise VocabularyError(f"{path}: {what} (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise VocabularyError(f"{path}: not a tokenizer.json (no 'model' object)")
@@ -114,8 +118,13 @@ def _components(node: dict | None) -> list[dict]:
 def _pattern_of(path: Path, data: dict) -> str | None:
     """The pre-tokenizer regex (a name from ``algorithms.patterns`` when it is a known one)."""
     parts = _components(data.get("pre_tokenizer"))
+    decoders = {d.get("type") for d in _components(data.get("decoder"))}
+    if "ByteLevel" not in decoders and not any(p.get("type") == "ByteLevel" for p in parts):
+        raise VocabularyError(
+            f"{path}: not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer or decoder);"
+            " SentencePiece-style tokenizer.json files are not supported, load the .model file instead"
+        )
     pattern: str | None = None
-    byte_level = False
     for part in parts:
         kind = part.get("type")
         if kind == "Split":
@@ -131,7 +140,6 @@ def _pattern_of(path: Path, data: dict) -> str | None:
                 )
             pattern = regex
         elif kind == "ByteLevel":
-            byte_level = True
             if part.get("add_prefix_space", False):
                 raise VocabularyError(f"{path}: ByteLevel add_prefix_space=true is not supported")
             if part.get("use_regex", True):
@@ -140,12 +148,6 @@ def _pattern_of(path: Path, data: dict) -> str | None:
                 pattern = PATTERNS["gpt2"]
         else:
             raise VocabularyError(f"{path}: pre-tokenizer {kind!r} is not supported (Split and ByteLevel are)")
-    decoders = {d.get("type") for d in _components(data.get("decoder"))}
-    if not byte_level and "ByteLevel" not in decoders:
-        raise VocabularyError(
-            f"{path}: not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer or decoder);"
-            " SentencePiece-style tokenizer.json files are not supported, load the .model file instead"
-        )
     if pattern is None:
         return None
     for name, known in PATTERNS.items():
