@@ -1,0 +1,401 @@
+"""The conformance checks: each a named, documented property of an Encoder.
+
+A check draws a *payload* (a JSON-able dict naming its vocabulary spec and its
+input) and runs it; the kit (``properties.kit``) chooses the checks an encoder
+declares itself fit for, runs them under hypothesis and reports the minimal
+failing payload with a command that replays it.
+
+=====================  ==========================================================
+check id               property
+=====================  ==========================================================
+``output-types``       encode returns a list of token ids, count an int; ``b""`` -> ``[]``
+``round-trip``         ``decode(encode(x)) == x`` (every encoder, approximate ones too)
+``count-consistent``   ``count(x) == len(encode(x))``; ``encode_pieces`` = concatenation
+``equals-naive``       Corollary I: the output equals the reference ``naive`` [exact]
+``valid-output``       the output is a valid encoding (re-encoding gives it back) [exact]
+``long-inputs``        kB-long inputs equal tiktoken's BPE of the same piece [exact]
+``pipeline``           Tokenizer with this encoder equals the peer library on text [exact]
+``appending``          incremental counter (push / truncate) = count of a fresh encode
+``prepending``         incremental counter, growing at the front
+``interval``           interval counts equal the count of the slice
+``minimal-bound``      a minimal-count encoder never uses more tokens than BPE
+=====================  ==========================================================
+
+Checks marked [exact] fail *by design* for approximate encoders; the kit reports
+those as "expected failure (approximate)" together with how often the output is
+invalid on a fixed sample (:func:`approximate_report`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from hypothesis import strategies as st
+
+from algorithms.encoder import Encoder
+from algorithms.vocabulary import Vocabulary
+
+from . import adapters, oracles
+from .guard import CheckFailed, GuardedEncoder, construct, guarded_call, shown
+from .strategies import PINNED, inputs, pipeline_texts, vocabulary_and_input, vocabulary_specs
+from .vocabularies import alphabet_of, producible_ids, resolve, trained_spec
+
+#: the kinds of vocabulary a check can run on: "random" (drawn trained vocabularies) or a spec
+RANDOM = "random"
+
+
+# ----------------------------------------------------------------------------- context
+class Context:
+    """What a check needs: the encoder class, built per vocabulary spec and guarded."""
+
+    def __init__(self, cls: type, *, call_timeout: float | None, build_timeout: float | None,
+                 probe=None, cache_size: int = 64) -> None:
+        self.cls = cls
+        self.call_timeout = call_timeout
+        self.build_timeout = build_timeout
+        self.probe = probe
+        self._encoders: dict[str, GuardedEncoder] = {}
+        self._cache_size = cache_size
+
+    def vocab(self, spec: str) -> Vocabulary:
+        return resolve(spec)
+
+    def encoder(self, spec: str) -> GuardedEncoder:
+        enc = self._encoders.get(spec)
+        if enc is None:
+            if len(self._encoders) >= self._cache_size:
+                self._encoders.pop(next(iter(self._encoders)))
+            enc = construct(self.cls, self.vocab(spec), timeout=self.build_timeout, probe=self.probe)
+            enc.timeout = self.call_timeout
+            self._encoders[spec] = enc
+        return enc
+
+
+# ----------------------------------------------------------------------------- payload codec
+def payload_to_json(payload: dict) -> str:
+    """JSON with bytes as ``{"hex": ...}`` (compact, for reproduction commands)."""
+
+    def enc(x):
+        if isinstance(x, (bytes, bytearray)):
+            return {"hex": bytes(x).hex()}
+        if isinstance(x, (list, tuple)):
+            return [enc(i) for i in x]
+        if isinstance(x, dict):
+            return {k: enc(v) for k, v in x.items()}
+        return x
+
+    return json.dumps(enc(payload), separators=(",", ":"), ensure_ascii=True)
+
+
+def payload_from_json(text: str) -> dict:
+    def dec(x):
+        if isinstance(x, dict):
+            if set(x) == {"hex"}:
+                return bytes.fromhex(x["hex"])
+            return {k: dec(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [dec(i) for i in x]
+        return x
+
+    return dec(json.loads(text))
+
+
+def main_bytes(payload: dict) -> bytes | None:
+    """The bytes a report shows as "the counterexample"."""
+    if isinstance(payload.get("data"), bytes):
+        return payload["data"]
+    if isinstance(payload.get("text"), str):
+        return payload["text"].encode("utf-8", "surrogatepass")
+    ops = payload.get("ops")
+    if ops:
+        return adapters.text_after(ops, payload.get("direction", "append"))
+    return None
+
+
+# ----------------------------------------------------------------------------- helpers
+def _tokens(vocab: Vocabulary, ids) -> str:
+    shown_ids = [vocab.tokens[i] for i in list(ids)[:12]]
+    more = f" ... ({len(ids)} tokens)" if len(ids) > 12 else ""
+    return repr(shown_ids)[1:-1].join("[]") + more if shown_ids else "[]"
+
+
+def _bytes_payload(kind: str, max_size: int = 64) -> st.SearchStrategy[dict]:
+    return vocabulary_and_input(kind, max_size=max_size).map(lambda p: {"vocab": p[0], "data": p[1]})
+
+
+def _pinned_bytes(kind: str) -> list[dict]:
+    return [{"vocab": v, "data": d} for v, d in PINNED] if kind == RANDOM else []
+
+
+def _is_tiktoken_real(kind: str) -> str | None:
+    if kind == RANDOM:
+        return "needs a tiktoken vocabulary (cl100k_base, o200k_base)"
+    if not oracles.tiktoken_ranked(resolve(kind)):
+        return f"{kind} is not a tiktoken rank vocabulary"
+    return None
+
+
+# ----------------------------------------------------------------------------- the checks
+def check_output_types(ctx: Context, p: dict) -> None:
+    enc = ctx.encoder(p["vocab"])
+    enc.encode(p["data"])
+    enc.count(p["data"])
+    if enc.encode(b"") != []:
+        raise CheckFailed(f"encode(b'') returned {enc.encode(b'')!r}, expected []")
+    if enc.count(b"") != 0:
+        raise CheckFailed(f"count(b'') returned {enc.count(b'')}, expected 0")
+
+
+def check_round_trip(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    ids = enc.encode(data)
+    back = enc.vocab.decode_bytes(ids)
+    if back != data:
+        raise CheckFailed(f"decode(encode({shown(data)})) = {shown(back)}")
+
+
+def check_count_consistent(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    ids = enc.encode(data)
+    n = enc.count(data)
+    if n != len(ids):
+        raise CheckFailed(f"count({shown(data)}) = {n} but encode gives {len(ids)} tokens")
+    cut = min(p.get("cut", len(data) // 2), len(data))
+    pieces = [data[:cut], data[cut:]]
+    joined = enc.encode_pieces(pieces)
+    separate = enc.encode(pieces[0]) + enc.encode(pieces[1])
+    if joined != separate:
+        raise CheckFailed(f"encode_pieces({[shown(x, 24) for x in pieces]}) = {_tokens(enc.vocab, joined)}"
+                          f" but encoding each piece gives {_tokens(enc.vocab, separate)}")
+
+
+def _payload_with_cut(kind: str) -> st.SearchStrategy[dict]:
+    return st.tuples(_bytes_payload(kind), st.integers(0, 64)).map(lambda t: {**t[0], "cut": t[1]})
+
+
+def check_equals_naive(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    ids = enc.encode(data)
+    expected = oracles.reference(enc.vocab, data)
+    if ids != expected:
+        raise CheckFailed(f"encode({shown(data)}) = {_tokens(enc.vocab, ids)}, naive gives"
+                          f" {_tokens(enc.vocab, expected)}")
+
+
+def check_valid_output(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    ids = enc.encode(data)
+    again = oracles.reference(enc.vocab, enc.vocab.decode_bytes(ids))
+    if again != ids:
+        raise CheckFailed(f"encode({shown(data)}) = {_tokens(enc.vocab, ids)} is not a valid encoding:"
+                          f" re-encoding its bytes gives {_tokens(enc.vocab, again)}")
+
+
+@st.composite
+def _long_payload(draw, kind: str) -> dict:
+    vocab = resolve(kind)
+    token = st.integers(0, len(vocab.tokens) - 1).map(lambda i: vocab.tokens[i])
+    unit = draw(st.one_of(
+        st.lists(token, min_size=1, max_size=300).map(b"".join),
+        st.text(min_size=1, max_size=40).map(lambda s: s.encode("utf-8")),
+        st.sampled_from([b"a", b" ", b"0", b"\xe4\xb8\xad", b"ab", b"\n\t"]),
+        st.binary(min_size=1, max_size=64),
+    ))
+    repeat = draw(st.integers(1, max(1, 4096 // len(unit))))
+    data = (unit * repeat)[:4096]
+    start = draw(st.integers(0, min(3, len(data))))
+    return {"vocab": kind, "data": data[start:]}
+
+
+def check_long_inputs(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    ids = enc.encode(data)
+    if not data or enc.vocab.token_id(data) in set(enc.vocab.unreachable.tolist()):
+        # tiktoken panics on an empty piece, and looks whole pieces up (wrong for unreachable tokens)
+        expected = oracles.reference(enc.vocab, data)
+    else:
+        expected = oracles.tiktoken_single_piece(enc.vocab, data)
+    if ids != expected:
+        first = next((i for i, (a, b) in enumerate(zip(ids, expected)) if a != b), min(len(ids), len(expected)))
+        raise CheckFailed(f"encode of {len(data)} bytes differs from tiktoken's BPE at token {first}:"
+                          f" {_tokens(enc.vocab, ids[first:first + 4])} vs {_tokens(enc.vocab, expected[first:first + 4])}")
+
+
+class _AsEncoder(Encoder):
+    """A GuardedEncoder seen through the Encoder interface (so a Tokenizer can use it)."""
+
+    name = "under-test"
+
+    def __init__(self, guarded: GuardedEncoder) -> None:
+        super().__init__(guarded.vocab)
+        self.guarded = guarded
+
+    def encode(self, data: bytes) -> list[int]:
+        return self.guarded.encode(data)
+
+    def encode_pieces(self, pieces) -> list[int]:
+        return self.guarded.encode_pieces(pieces)
+
+
+def check_pipeline(ctx: Context, p: dict) -> None:
+    from algorithms.tokenizer import Tokenizer
+
+    enc, text = ctx.encoder(p["vocab"]), p["text"]
+    peer_name, peer = adapters.peer_for(enc.vocab)
+    tokenizer = Tokenizer(enc.vocab, algorithm=_AsEncoder(enc))
+    ids = guarded_call(f"Tokenizer.encode_ordinary({text[:40]!r})", tokenizer.encode_ordinary, text,
+                       timeout=None)
+    expected = peer(text)
+    if ids != expected:
+        raise CheckFailed(f"Tokenizer.encode_ordinary({text[:60]!r}) = {_tokens(enc.vocab, ids)},"
+                          f" {peer_name} gives {_tokens(enc.vocab, expected)}")
+
+
+def _pipeline_applies(kind: str) -> str | None:
+    if kind == RANDOM:
+        return "needs a real vocabulary with a peer library"
+    name, peer = adapters.peer_for(resolve(kind))
+    return None if peer is not None else f"no peer library encodes {kind}"
+
+
+def check_interval(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    counter = adapters.interval_counter(enc, data)
+    for start, end in p["queries"]:
+        start, end = min(start, len(data)), min(end, len(data))
+        start, end = min(start, end), max(start, end)
+        got = counter(start, end)
+        expected = len(oracles.reference(enc.vocab, data[start:end]))
+        if got != expected:
+            raise CheckFailed(f"interval count [{start}:{end}] of {shown(data)} = {got},"
+                              f" the slice {shown(data[start:end])} has {expected} tokens")
+
+
+@st.composite
+def _interval_payload(draw, kind: str) -> dict:
+    p = draw(_bytes_payload(kind))
+    n = len(p["data"])
+    queries = draw(st.lists(st.tuples(st.integers(0, n), st.integers(0, n)), min_size=1, max_size=12))
+    return {**p, "queries": [list(q) for q in queries]}
+
+
+def check_minimal_bound(ctx: Context, p: dict) -> None:
+    enc, data = ctx.encoder(p["vocab"]), p["data"]
+    n = enc.count(data)
+    bpe = len(oracles.reference(enc.vocab, data))
+    if n > bpe:
+        raise CheckFailed(f"count({shown(data)}) = {n} but BPE needs only {bpe} tokens")
+
+
+def _minimal_applies(cls: type) -> str | None:
+    if "minimal" in cls.capabilities or getattr(cls, "name", "") == "minimal":
+        return None
+    return "only for minimal-count encoders (capability 'minimal')"
+
+
+def check_incremental(ctx: Context, p: dict) -> None:
+    """Replay push/truncate operations; after each, the counter equals a fresh count."""
+    adapters.replay_incremental(ctx.encoder(p["vocab"]), p["ops"], p.get("direction", "append"),
+                                lambda vocab, data: len(oracles.reference(vocab, data)))
+
+
+# ----------------------------------------------------------------------------- registry of checks
+@dataclass(frozen=True)
+class Check:
+    """One conformance check (see the table in the module docstring)."""
+
+    id: str
+    title: str
+    run: Callable[[Context, dict], None]
+    payloads: Callable[[str], st.SearchStrategy[dict]] | None = None
+    exactness: bool = False
+    needs: frozenset[str] = frozenset()
+    pinned: Callable[[str], list[dict]] = _pinned_bytes
+    #: kind -> reason the check cannot run on that vocabulary kind, or None
+    kind_applies: Callable[[str], str | None] = lambda kind: None
+    #: encoder class -> reason it does not apply, or None
+    class_applies: Callable[[type], str | None] = lambda cls: None
+    #: fraction of the profile's examples on a real (large) vocabulary
+    real_fraction: float = 0.3
+    #: "append" / "prepend" for the stateful incremental checks
+    stateful: str | None = None
+
+    def applies(self, cls: type, kind: str) -> str | None:
+        missing = self.needs - set(getattr(cls, "capabilities", ()))
+        if missing:
+            return f"encoder does not declare {', '.join(sorted(missing))}"
+        return self.class_applies(cls) or self.kind_applies(kind)
+
+
+CHECKS: dict[str, Check] = {c.id: c for c in [
+    Check("output-types", "encode returns a list of token ids, count an int; b'' encodes to []",
+          check_output_types, _bytes_payload),
+    Check("round-trip", "decode(encode(x)) == x", check_round_trip, _bytes_payload),
+    Check("count-consistent", "count(x) == len(encode(x)); encode_pieces concatenates",
+          check_count_consistent, _payload_with_cut),
+    Check("equals-naive", "Corollary I: equals the reference naive encoder", check_equals_naive,
+          _bytes_payload, exactness=True),
+    Check("valid-output", "the output is a valid encoding (decode + re-encode gives it back)",
+          check_valid_output, _bytes_payload, exactness=True),
+    Check("long-inputs", "kB-long pieces equal tiktoken's BPE", check_long_inputs,
+          lambda kind: _long_payload(kind), exactness=True, kind_applies=_is_tiktoken_real,
+          real_fraction=0.2, pinned=lambda kind: []),
+    Check("pipeline", "Tokenizer with this encoder equals the peer library on text", check_pipeline,
+          lambda kind: pipeline_texts().map(lambda t: {"vocab": kind, "text": t}), exactness=True,
+          kind_applies=_pipeline_applies, real_fraction=0.5, pinned=lambda kind: []),
+    Check("appending", "appending counter (push / truncate) equals a fresh count after every step",
+          check_incremental, None, needs=frozenset({"appending"}), stateful="append",
+          pinned=lambda kind: [], real_fraction=0.2),
+    Check("prepending", "prepending counter equals a fresh count after every step",
+          check_incremental, None, needs=frozenset({"prepending"}), stateful="prepend",
+          pinned=lambda kind: [], real_fraction=0.2),
+    Check("interval", "interval counts equal the count of the slice", check_interval,
+          lambda kind: _interval_payload(kind), needs=frozenset({"interval"}), pinned=lambda kind: []),
+    Check("minimal-bound", "never more tokens than BPE", check_minimal_bound, _bytes_payload,
+          class_applies=_minimal_applies),
+]}
+
+
+# ----------------------------------------------------------------------------- approximate encoders
+_SAMPLE_TEXT = (b"the quick brown fox jumps over the lazy dog; the dog sleeps. "
+                b"aaaa abab abcabc \xe4\xb8\xad\xe6\x96\x87 1234567890 ")
+
+
+def approximate_report(ctx: Context, kind: str, *, n: int = 100, seed: int = 0) -> str:
+    """How often the encoder's output is invalid / differs from naive on a fixed sample.
+
+    Deterministic (seeded): token concatenations and slices of them on the kind's
+    vocabulary (for ``random``, two fixed trained vocabularies).
+    """
+    specs = ([trained_spec([_SAMPLE_TEXT], merges=60, rule="ranks", alphabet="all", shuffle=0),
+              trained_spec([_SAMPLE_TEXT], merges=60, rule="merges", alphabet="text", shuffle=1)]
+             if kind == RANDOM else [kind])
+    rng = random.Random(seed)
+    invalid = differ = total = 0
+    for spec in specs:
+        vocab = resolve(spec)
+        enc = ctx.encoder(spec)
+        ids_pool = producible_ids(vocab)
+        alphabet = alphabet_of(vocab)
+        for _ in range(n):
+            if rng.random() < 0.5:
+                data = b"".join(vocab.tokens[int(ids_pool[rng.randrange(len(ids_pool))])]
+                                for _ in range(rng.randint(1, 8)))
+                data = data[rng.randint(0, 2):]
+            else:
+                data = bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 24)))
+            try:
+                ids = enc.encode(data)
+            except CheckFailed:
+                invalid += 1
+                differ += 1
+                total += 1
+                continue
+            reference = oracles.reference(vocab, data)
+            total += 1
+            differ += ids != reference
+            invalid += ids != reference and not oracles.is_valid(vocab, ids)
+    return f"invalid output on {invalid}/{total} sampled inputs, differs from naive on {differ}/{total}"

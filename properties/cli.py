@@ -1,0 +1,148 @@
+"""``bpebench verify`` and ``bpebench fuzz``: the conformance kit from the command line.
+
+``bpebench verify TARGET`` (TARGET = ``module:Class`` or a registered algorithm)
+prints one row per check and vocabulary; a failure shows its minimal
+counterexample and a command that replays it. Exit 0 only if every applicable
+check passed (approximate encoders' expected failures included), 1 otherwise, 2
+for a user mistake (unknown class, bad option).
+
+``bpebench fuzz`` runs the same checks with the long ``fuzz`` profile and the
+example database (``.hypothesis/``), round after round with fresh random seeds,
+until the time budget is spent (checked between rounds, so the last round may
+overrun by one round's time).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from algorithms.errors import BpebenchError
+
+
+def _vocab_list(values: list[str] | None, default) -> list[str]:
+    if not values:
+        return list(default)
+    out: list[str] = []
+    for v in values:
+        out.extend(x for x in v.split(",") if x)
+    return out
+
+
+def _print_result(r, *, verbose: bool = False, out=None) -> None:
+    out = out or sys.stdout
+    secs = f"{r.seconds:7.2f}s"
+    print(f"  {r.check:<17} {r.vocabulary:<28} {r.status:<31} {secs}", file=out)
+    if r.passed is False or (verbose and r.message):
+        print(f"      {r.message}", file=out)
+    if r.passed is False:
+        if r.counterexample is not None:
+            print(f"      counterexample: {r.counterexample!r}", file=out)
+        if r.reproduce:
+            print(f"      reproduce: {r.reproduce}", file=out)
+    out.flush()
+
+
+def _summary(results) -> tuple[int, str]:
+    failed = [r for r in results if not r.ok]
+    counts = {s: sum(1 for r in results if r.status == s) for s in
+              ("pass", "FAIL", "expected failure (approximate)", "n/a")}
+    text = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return (1 if failed else 0), text
+
+
+def cmd_verify(args) -> int:
+    from .checks import payload_from_json
+    from .kit import DEFAULT_VOCABULARIES, check_encoder, replay, resolve_target
+
+    cls, target = resolve_target(args.target)
+    if args.example:
+        try:
+            payload = payload_from_json(args.example)
+        except ValueError as exc:
+            raise BpebenchError(f"--example is not valid JSON: {exc}") from None
+        if not args.check or len(args.check) != 1:
+            raise BpebenchError("--example needs exactly one --check")
+        r = replay(target, args.check[0], payload, call_timeout=args.call_timeout)
+        print(f"{target}: replaying one example")
+        _print_result(r, verbose=True)
+        return 0 if r.ok else 1
+    vocabularies = _vocab_list(args.vocab, DEFAULT_VOCABULARIES)
+    checks = [c for v in args.check or [] for c in v.split(",") if c] or None
+    exact = "exact" if "exact" in getattr(cls, "capabilities", ()) else "approximate"
+    print(f"verify {target} ({exact}; capabilities: {', '.join(sorted(getattr(cls, 'capabilities', ())))})")
+    print(f"  {'check':<17} {'vocabulary':<28} {'status':<31} {'time':>8}")
+    start = time.perf_counter()
+    results = check_encoder(cls if args.no_isolate else target, vocabularies, args.max_examples, checks=checks,
+                            isolate=not args.no_isolate, check_timeout=args.timeout,
+                            call_timeout=args.call_timeout, profile=args.profile,
+                            on_result=lambda r: _print_result(r, verbose=args.verbose))
+    code, text = _summary(results)
+    print(f"{text} in {time.perf_counter() - start:.1f}s: {'OK' if code == 0 else 'FAILED'}")
+    return code
+
+
+def cmd_fuzz(args) -> int:
+    from algorithms.registry import encoder_names
+
+    from .kit import DEFAULT_VOCABULARIES, check_encoder, resolve_target
+
+    targets = [args.algorithm] if args.algorithm else encoder_names()
+    for t in targets:
+        resolve_target(t)  # unknown names fail now, in one line
+    vocabularies = _vocab_list(args.vocab, DEFAULT_VOCABULARIES)
+    budget = args.minutes * 60.0
+    end = time.monotonic() + budget
+    print(f"fuzz {', '.join(targets)} for {args.minutes:g} min (profile fuzz, example database .hypothesis/)")
+    failures: dict[tuple, object] = {}
+    rounds = 0
+    while time.monotonic() < end:
+        rounds += 1
+        for t in targets:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                break
+            results = check_encoder(t, vocabularies, args.max_examples, isolate=True, profile="fuzz",
+                                    check_timeout=args.timeout, call_timeout=args.call_timeout)
+            for r in results:
+                key = (r.encoder, r.check, r.vocabulary)
+                if not r.ok and key not in failures:
+                    failures[key] = r
+                    print(f"{t}:")
+                    _print_result(r)
+    print(f"{rounds} rounds, {len(failures)} failing checks")
+    return 1 if failures else 0
+
+
+def register(subparsers) -> None:
+    from .checks import CHECKS
+    from .kit import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
+
+    p = subparsers.add_parser(
+        "verify", help="run the conformance kit on an encoder class (module:Class) or a registered algorithm")
+    p.add_argument("target", help="module:Class, or a registered algorithm name")
+    p.add_argument("--vocab", action="append", metavar="SPEC",
+                   help="'random' (drawn trained vocabularies), a built-in name, 'seed', a trained:... spec"
+                        " or a path; repeat or comma-separate (default: random + the real vocabularies)")
+    p.add_argument("--check", action="append", metavar="ID", help=f"only these checks ({', '.join(CHECKS)})")
+    p.add_argument("--max-examples", type=int, default=None, help="examples per check (default: the profile's)")
+    p.add_argument("--example", default=None, help="replay one payload (the JSON a failure prints)")
+    p.add_argument("--profile", default=None, choices=["dev", "ci", "fuzz"],
+                   help="hypothesis profile (default: $HYPOTHESIS_PROFILE, else ci under $CI, else dev)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT,
+                   help=f"seconds per check before the worker is killed (default {DEFAULT_CHECK_TIMEOUT:g})")
+    p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT,
+                   help=f"CPU seconds per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
+    p.add_argument("--no-isolate", action="store_true", help="run in this process (no protection from hangs in compiled code)")
+    p.add_argument("--verbose", "-v", action="store_true", help="show the message of passing checks too")
+    p.set_defaults(func=cmd_verify)
+
+    p = subparsers.add_parser("fuzz", help="run the kit with the long fuzz profile until the time budget is spent")
+    p.add_argument("--algorithm", "-a", default=None, help="a registered name or module:Class (default: all)")
+    p.add_argument("--minutes", type=float, default=10.0, help="time budget (default 10)")
+    p.add_argument("--vocab", action="append", metavar="SPEC", help="as for verify")
+    p.add_argument("--max-examples", type=int, default=200,
+                   help="examples per check and round (default 200; the budget is checked between rounds)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT, help="seconds per check")
+    p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="CPU seconds per encoder call")
+    p.set_defaults(func=cmd_fuzz)

@@ -1,0 +1,190 @@
+"""Hypothesis strategies: the one place that says what the properties are tried on.
+
+Vocabularies are drawn too, not only inputs: :func:`trained_specs` trains a small
+BPE vocabulary (both the ``ranks`` and the ``merges`` rule, ids shuffled so that
+priorities differ from ids) on drawn text, and shrinks toward tiny vocabularies.
+A vocabulary travels as its spec string (``properties.vocabularies``) so that a
+counterexample names the exact vocabulary it needs.
+
+Inputs are biased toward the vocabulary: concatenations of its tokens, slices of
+those at arbitrary byte offsets (invalid UTF-8 included), a token or a pair of
+tokens repeated, runs of one byte, the training text itself, plain bytes.
+
+The paper's hand-worked cases are pinned: on the ``seed`` dictionary ``abacb`` ->
+``ab a cb`` and ``abacbb`` -> ``ab acbb`` (:data:`PINNED`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from algorithms.vocabulary import Vocabulary
+
+from .vocabularies import (
+    alphabet_of,
+    parse_trained_spec,
+    producible_ids,
+    resolve,
+    trained_spec,
+)
+
+#: hand-found hard cases: (vocabulary spec, input); every kit check on bytes tries them first
+PINNED: list[tuple[str, bytes]] = [
+    ("seed", b"abacb"),
+    ("seed", b"abacbb"),
+    ("seed", b"aaaa"),
+    ("seed", b"cbbb"),
+]
+
+_SMALL_ALPHABETS = (b"ab", b"abc", b"abcd", b"ab ")
+
+
+# ----------------------------------------------------------------------------- training text
+@st.composite
+def _small_alphabet_bytes(draw, max_size: int = 48) -> bytes:
+    alphabet = draw(st.sampled_from(_SMALL_ALPHABETS))
+    return bytes(draw(st.lists(st.sampled_from(list(alphabet)), min_size=1, max_size=max_size)))
+
+
+@st.composite
+def _repeated_unit(draw) -> bytes:
+    """A short unit repeated: trains long tokens (runs, 2**k-byte powers)."""
+    unit = draw(st.binary(min_size=1, max_size=3))
+    return unit * draw(st.integers(2, 24))
+
+
+def training_chunk(*, small_alphabet_only: bool = False) -> st.SearchStrategy[bytes]:
+    if small_alphabet_only:
+        return _small_alphabet_bytes()
+    return st.one_of(
+        _small_alphabet_bytes(),
+        _repeated_unit(),
+        st.text(max_size=24).map(lambda s: s.encode("utf-8")).filter(bool),
+        st.binary(min_size=1, max_size=32),
+    )
+
+
+@st.composite
+def trained_specs(
+    draw,
+    *,
+    rule: str | None = None,
+    alphabet: str | None = None,
+    max_merges: int = 120,
+    small_alphabet_only: bool = False,
+) -> str:
+    """A spec of a vocabulary trained on drawn text (see ``properties.vocabularies``)."""
+    texts = draw(st.lists(training_chunk(small_alphabet_only=small_alphabet_only), min_size=1, max_size=4))
+    return trained_spec(
+        texts,
+        merges=draw(st.integers(1, max_merges)),
+        rule=rule or draw(st.sampled_from(["ranks", "merges"])),
+        alphabet=alphabet or draw(st.sampled_from(["all", "text"])),
+        shuffle=draw(st.sampled_from([0, 0, 1, 2, 3])),
+    )
+
+
+def small_specs(max_merges: int = 24) -> st.SearchStrategy[str]:
+    """Tiny vocabularies over a few letters: all pairs of tokens can be checked by brute force."""
+    return st.one_of(
+        st.just("seed"),
+        trained_specs(alphabet="text", max_merges=max_merges, small_alphabet_only=True),
+    )
+
+
+def vocabulary_specs(kind: str) -> st.SearchStrategy[str]:
+    """``random`` draws a trained vocabulary per example; anything else is that fixed spec."""
+    if kind == "random":
+        return trained_specs()
+    if kind == "small":
+        return small_specs()
+    return st.just(kind)
+
+
+# ----------------------------------------------------------------------------- inputs
+def _token_bytes(vocab: Vocabulary) -> st.SearchStrategy[bytes]:
+    ids = _producible(vocab)
+    tokens = vocab.tokens
+    return st.integers(0, len(ids) - 1).map(lambda i: tokens[int(ids[i])])
+
+
+def _producible(vocab: Vocabulary):
+    cached = vocab.__dict__.get("_properties_producible")
+    if cached is None:
+        cached = vocab.__dict__["_properties_producible"] = producible_ids(vocab)
+    return cached
+
+
+@st.composite
+def _sliced(draw, base: st.SearchStrategy[bytes]) -> bytes:
+    data = draw(base)
+    start = draw(st.integers(0, len(data)))
+    end = draw(st.integers(start, len(data)))
+    return data[start:end]
+
+
+def inputs(vocab: Vocabulary, *, max_size: int = 64) -> st.SearchStrategy[bytes]:
+    """Bytes ``vocab`` can encode, biased toward its own tokens."""
+    alphabet = list(alphabet_of(vocab))
+    token = _token_bytes(vocab)
+    concatenation = st.lists(token, max_size=12).map(b"".join)
+    choices = [
+        concatenation,
+        _sliced(concatenation),
+        st.tuples(token, st.integers(1, 12)).map(lambda p: p[0] * p[1]),
+        st.tuples(token, token, st.integers(1, 8)).map(lambda p: (p[0] + p[1]) * p[2]),
+        st.tuples(st.sampled_from(alphabet), st.integers(1, 40)).map(lambda p: bytes([p[0]]) * p[1]),
+        st.lists(st.sampled_from(alphabet), max_size=max_size).map(bytes),
+    ]
+    if vocab.source.startswith("trained:"):
+        texts = parse_trained_spec(vocab.source)["texts"]
+        choices.append(_sliced(st.sampled_from(texts).map(lambda t: t * 2)))
+    if len(alphabet) == 256:
+        choices.append(st.binary(max_size=max_size))
+        choices.append(st.text(max_size=max_size // 2).map(lambda s: s.encode("utf-8", "surrogatepass")))
+    return st.one_of(choices).map(lambda b: b[:max_size])
+
+
+@st.composite
+def vocabulary_and_input(draw, kind: str = "random", *, max_size: int = 64) -> tuple[str, bytes]:
+    """``(spec, data)``: a vocabulary spec and bytes to encode with it."""
+    spec = draw(vocabulary_specs(kind))
+    return spec, draw(inputs(resolve(spec), max_size=max_size))
+
+
+@st.composite
+def token_pairs(draw, vocab: Vocabulary) -> tuple[int, int]:
+    """Two producible token ids, biased toward pairs that are *not* compatible:
+    the split of a token, or two tokens that together spell another token."""
+    ids = _producible(vocab)
+    any_id = st.integers(0, len(ids) - 1).map(lambda i: int(ids[i]))
+    how = draw(st.integers(0, 2))
+    if how == 1:
+        left, right = vocab.splits
+        t = draw(any_id)
+        if left[t] >= 0:
+            return int(left[t]), int(right[t])
+    if how == 2:
+        t = vocab.tokens[draw(any_id)]
+        if len(t) >= 2:
+            k = draw(st.integers(1, len(t) - 1))
+            a, b = vocab.token_id(t[:k]), vocab.token_id(t[k:])
+            if a is not None and b is not None:
+                return a, b
+    return draw(any_id), draw(any_id)
+
+
+# ----------------------------------------------------------------------------- text for the pipeline
+_WORDS = ["the", " the", "Hello", " world", "naïve", " café", "東京", "مرحبا", "नमस्ते", "👩‍💻", "'s", "'LL",
+          "1234567", " 42", "\n\n", "   ", "\t", "def", "(x):", " ", "<|endoftext|>", "ſ", "İ", "\r\n"]
+
+
+def pipeline_texts(*, max_size: int = 60) -> st.SearchStrategy[str]:
+    """Unicode text for the Tokenizer: words, numbers, whitespace, scripts, and single
+    pieces the pre-tokenizer cannot split (long letter, digit, space, symbol runs)."""
+    words = st.lists(st.sampled_from(_WORDS), max_size=12).map("".join)
+    runs = st.tuples(st.sampled_from(["a", "Z", "7", " ", "!", "é", "\n", "中"]), st.integers(1, 80)).map(
+        lambda p: p[0] * p[1])
+    unicode = st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)  # no lone surrogates
+    mixed = st.lists(st.one_of(words, runs, unicode), max_size=4).map(lambda parts: "".join(parts)[: 4 * max_size])
+    return st.one_of(unicode, words, runs, mixed)

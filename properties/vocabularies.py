@@ -1,0 +1,216 @@
+"""Vocabularies for the properties: a tiny BPE trainer, the paper's seed dictionary, named specs.
+
+Every vocabulary the kit uses is named by a *spec* string, so that a failing
+check prints a reproduction command that rebuilds exactly the same vocabulary:
+
+* ``seed``: the dictionary ``a b c ab cb ac bb cbb acbb`` of the paper (seed 001),
+  priority = id, only the bytes ``a b c``;
+* ``trained:rule=merges,merges=40,alphabet=all,shuffle=3,text=6162.6163``: a
+  vocabulary trained by :func:`train_bpe` on the hex-encoded training chunks
+  (``.``-separated); ``rule`` is ``ranks`` or ``merges``, ``alphabet`` is ``all``
+  (every byte is a token) or ``text`` (only the bytes of the training text),
+  ``shuffle`` seeds a permutation of the ids (0 keeps training order), so that
+  priorities differ from ids as in HF and SentencePiece vocabularies;
+* anything else is passed to :func:`algorithms.loaders.load_vocabulary`
+  (``cl100k_base``, ``o200k_base``, ``mistral_v1``, a path, ...).
+
+Resolution is memoised per process (real vocabularies load once per session).
+
+>>> v = train_bpe([b"aaaa"], merges=2, rule="ranks", alphabet="text")
+>>> v.tokens
+[b'a', b'aa', b'aaaa']
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable, Literal, Sequence
+
+import numpy as np
+
+from algorithms.compiled import NEVER
+from algorithms.errors import BpebenchError, VocabularyError
+from algorithms.vocabulary import Vocabulary
+
+SEED_TOKENS = [b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
+
+#: the real vocabularies the kit samples by default (those that load here)
+REAL_VOCABULARIES = ("cl100k_base", "o200k_base", "mistral_v1")
+
+
+def seed_vocabulary() -> Vocabulary:
+    """The paper's example dictionary: ``abacb`` -> ``ab a cb``, ``abacbb`` -> ``ab acbb``."""
+    return Vocabulary.from_ranks(SEED_TOKENS, name="seed", source="seed 001 (the paper's example)")
+
+
+def train_bpe(
+    texts: Sequence[bytes],
+    *,
+    merges: int,
+    rule: Literal["ranks", "merges"] = "ranks",
+    alphabet: Literal["all", "text"] = "all",
+    shuffle: int = 0,
+    name: str = "trained",
+) -> Vocabulary:
+    """Learn up to ``merges`` merges on ``texts`` by the textbook BPE trainer.
+
+    Count adjacent pairs (never across two texts), merge the most frequent pair
+    everywhere (first occurrence wins ties), repeat. With ``rule="merges"`` the merge
+    list is kept (a pair whose concatenation is already a token adds a second
+    merge to the same id, as HF merge lists can); with ``rule="ranks"`` such a pair
+    adds nothing (the ranks rule already merges it). O(merges * total length).
+    """
+    base = list(range(256)) if alphabet == "all" else sorted({b for t in texts for b in t})
+    tokens: list[bytes] = [bytes([b]) for b in base]
+    index = {t: i for i, t in enumerate(tokens)}
+    seqs = [[index[bytes([b])] for b in t] for t in texts]
+    merge_list: list[tuple[int, int, int]] = []  # (left, right, merged) in priority order
+    for _ in range(merges):
+        counts: Counter[tuple[int, int]] = Counter()
+        first_seen: dict[tuple[int, int], int] = {}
+        position = 0
+        for seq in seqs:
+            for pair in zip(seq, seq[1:]):
+                counts[pair] += 1
+                first_seen.setdefault(pair, position)
+                position += 1
+        if not counts:
+            break
+        pair = max(counts, key=lambda p: (counts[p], -first_seen[p]))
+        joined = tokens[pair[0]] + tokens[pair[1]]
+        merged = index.get(joined)
+        if merged is None:
+            merged = index[joined] = len(tokens)
+            tokens.append(joined)
+            merge_list.append((pair[0], pair[1], merged))
+        elif rule == "merges":
+            merge_list.append((pair[0], pair[1], merged))
+        seqs = [_replace_pair(seq, pair, merged) for seq in seqs]
+
+    order = list(range(len(tokens)))  # training order = priority order
+    permutation = list(range(len(tokens)))
+    if shuffle:
+        random.Random(shuffle).shuffle(permutation)
+    new_id = {old: permutation[old] for old in order}
+    ids_tokens: list[bytes] = [b""] * len(tokens)
+    for old, token in enumerate(tokens):
+        ids_tokens[new_id[old]] = token
+    if rule == "ranks":
+        priority = np.empty(len(tokens), dtype=np.int64)
+        for old in order:
+            priority[new_id[old]] = old
+        return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="ranks",
+                          source="properties.vocabularies.train_bpe")
+    priority = np.full(len(tokens), NEVER, dtype=np.int64)
+    for old, token in enumerate(tokens):
+        if len(token) == 1:
+            priority[new_id[old]] = -1
+    merge_table: dict[tuple[int, int], tuple[int, int]] = {}
+    for rank, (left, right, merged) in enumerate(merge_list):
+        key = (new_id[left], new_id[right])
+        if key in merge_table:
+            continue
+        merge_table[key] = (rank, new_id[merged])
+        if priority[new_id[merged]] == NEVER:
+            priority[new_id[merged]] = rank
+    return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="merges", merges=merge_table,
+                      source="properties.vocabularies.train_bpe")
+
+
+def _replace_pair(seq: list[int], pair: tuple[int, int], merged: int) -> list[int]:
+    out: list[int] = []
+    i, n = 0, len(seq)
+    while i < n:
+        if i + 1 < n and seq[i] == pair[0] and seq[i + 1] == pair[1]:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(seq[i])
+            i += 1
+    return out
+
+
+# ----------------------------------------------------------------------------- specs
+def trained_spec(texts: Iterable[bytes], *, merges: int, rule: str, alphabet: str, shuffle: int) -> str:
+    """The spec string of a trained vocabulary (see the module docstring)."""
+    chunks = ".".join(t.hex() for t in texts)
+    return f"trained:rule={rule},merges={merges},alphabet={alphabet},shuffle={shuffle},text={chunks}"
+
+
+def parse_trained_spec(spec: str) -> dict:
+    fields = {}
+    for item in spec[len("trained:"):].split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BpebenchError(f"bad vocabulary spec {spec!r}: expected key=value items after 'trained:'")
+        fields[key] = value
+    try:
+        texts = [bytes.fromhex(chunk) for chunk in fields.get("text", "").split(".")] if fields.get("text") else []
+        params = dict(merges=int(fields.get("merges", 0)), rule=fields.get("rule", "ranks"),
+                      alphabet=fields.get("alphabet", "all"), shuffle=int(fields.get("shuffle", 0)))
+    except ValueError as exc:
+        raise BpebenchError(f"bad vocabulary spec {spec!r}: {exc}") from None
+    if params["rule"] not in ("ranks", "merges") or params["alphabet"] not in ("all", "text"):
+        raise BpebenchError(f"bad vocabulary spec {spec!r}: rule must be ranks|merges, alphabet all|text")
+    return dict(texts=texts, **params)
+
+
+@lru_cache(maxsize=512)
+def resolve(spec: str) -> Vocabulary:
+    """The Vocabulary a spec names (memoised: real vocabularies load once per process)."""
+    if spec == "seed":
+        return seed_vocabulary()
+    if spec.startswith("trained:"):
+        params = parse_trained_spec(spec)
+        texts = params.pop("texts")
+        vocab = train_bpe(texts, name="trained", **params)
+        vocab.source = spec
+        return vocab
+    from algorithms.loaders import load_vocabulary
+
+    return load_vocabulary(spec)
+
+
+def available(spec: str) -> str | None:
+    """None if ``spec`` resolves here, else one line saying why not (e.g. a loader not written yet)."""
+    try:
+        resolve(spec)
+    except (BpebenchError, ImportError, OSError) as exc:
+        return f"{spec} is not available: {exc}"
+    return None
+
+
+def short_name(spec: str) -> str:
+    """A label for tables: ``trained(ranks,40)`` instead of the full spec."""
+    if spec.startswith("trained:"):
+        try:
+            p = parse_trained_spec(spec)
+        except BpebenchError:
+            return "trained(?)"
+        return f"trained({p['rule']},{p['merges']}{',shuffled' if p['shuffle'] else ''})"
+    return spec
+
+
+def alphabet_of(vocab: Vocabulary) -> bytes:
+    """The bytes that are tokens of ``vocab`` (inputs must stay inside them)."""
+    return bytes(int(b) for b in np.flatnonzero(vocab.byte_token >= 0))
+
+
+def producible_ids(vocab: Vocabulary) -> np.ndarray:
+    """Ids BPE can produce: not excluded, not unreachable, not empty."""
+    ok = np.ones(len(vocab.tokens), dtype=bool)
+    ok[list(vocab.excluded)] = False
+    ok[vocab.unreachable] = False
+    for i, t in enumerate(vocab.tokens):
+        if not t:
+            ok[i] = False
+    return np.flatnonzero(ok)
+
+
+def check_spec(spec: str) -> None:
+    """Raise a one-line error if ``spec`` cannot be used (for the CLI)."""
+    reason = available(spec)
+    if reason is not None:
+        raise VocabularyError(reason)

@@ -1,0 +1,46 @@
+"""The kit's worker process: ``python -m properties.worker`` runs checks sent as JSON on stdin.
+
+Protocol (one line each, on the original stdout; the encoder's own prints go to stderr):
+``START ["check-id", "kind"]`` before a check, ``RESULT {CheckResult JSON}`` after it,
+``ERROR "message"`` for a user mistake (unknown class...). The parent
+(``properties.kit``) enforces the per-check time limit and kills this process
+when a check overruns; the guard's probe file tells it which input was running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main() -> int:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything the encoder prints (Python or C) must not corrupt the protocol
+    sys.stdout = sys.stderr
+    job = json.loads(sys.stdin.read())
+
+    from algorithms.errors import BpebenchError
+
+    from .checks import Context
+    from .guard import Probe
+    from .kit import DEFAULT_BUILD_TIMEOUT, resolve_target, run_check
+    from .settings import load_profile
+
+    load_profile(job["profile"])
+    try:
+        cls, target = resolve_target(job["target"])
+    except BpebenchError as exc:
+        protocol.write(f"ERROR {json.dumps(str(exc))}\n")
+        return 2
+    ctx = Context(cls, call_timeout=job["call_timeout"], build_timeout=DEFAULT_BUILD_TIMEOUT,
+                  probe=Probe(job["probe"]))
+    for check_id, kind in job["pairs"]:
+        protocol.write(f"START {json.dumps([check_id, kind])}\n")
+        result = run_check(cls, check_id, kind, target=target, max_examples=job["max_examples"], ctx=ctx)
+        protocol.write(f"RESULT {result.to_json()}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
