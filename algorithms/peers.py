@@ -274,9 +274,13 @@ def _bundled_unsupported(names: Sequence[str]) -> Callable[[Vocabulary], str | N
 
 
 def _bpe_openai_build(vocab: Vocabulary) -> Peer:
+    import warnings
+
     import bpe_openai
 
-    encoding = bpe_openai.get_encoding(vocab.name)
+    with warnings.catch_warnings():  # it reads its data with a deprecated importlib.resources call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        encoding = bpe_openai.get_encoding(vocab.name)
     return Peer(
         name="bpe-openai", library_version="", vocabulary_name=vocab.name,
         encode_ordinary_fn=encoding.encode_ordinary,
