@@ -1,0 +1,6 @@
+"""asv benchmark suites (``bench_*.py``); shared preparation in :mod:`benchmarks.common`.
+
+Run ``asv run --python=same --quick`` for a fast pass over the current
+environment, ``asv run`` for the history in asv-managed virtualenvs, then
+``asv publish`` and ``asv preview`` for the HTML.
+"""

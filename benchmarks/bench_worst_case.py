@@ -1,0 +1,57 @@
+"""Worst cases: one unsplittable piece of 1 kB ... 1 MB, and every adversarial corpus.
+
+``UnsplittablePiece`` feeds each pipeline a single '\\p{Ll}+' run built from
+vocabulary tokens (``corpora`` ``unsplittable``): the pre-tokenizer cannot cut it,
+so the time shows each implementation's own complexity (seed 001: tiktoken is
+quadratic here). A size whose time, extrapolated quadratically from a run at a
+tenth of the size, would exceed the budget is skipped, so a quadratic
+implementation shows up as missing large sizes rather than as a timeout.
+
+``AdversarialRaw`` runs raw BPE over 10 kB of every adversarial corpus.
+"""
+
+from __future__ import annotations
+
+import corpora
+
+from . import common
+
+SIZES = [1_000, 10_000, 100_000, 1_000_000]
+
+
+class UnsplittablePiece:
+    params = [common.pipeline_implementations(), SIZES]
+    param_names = ["implementation", "bytes"]
+    timeout = 300
+
+    def setup(self, implementation, size):
+        self.encode = common.pipeline_encode(implementation)
+        self.text = common.text("unsplittable", size)
+        if size > SIZES[0]:
+            common.skip_if_over_budget(self.encode, common.text("unsplittable", size // 10), 10)
+
+    def time_encode_ordinary(self, implementation, size):
+        self.encode(self.text)
+
+
+class AdversarialRaw:
+    params = [common.raw_implementations(), corpora.names("adversarial")]
+    param_names = ["implementation", "corpus"]
+    timeout = 180
+    size = 10_000
+
+    def setup(self, implementation, corpus):
+        self.encode = common.raw_encode(implementation)
+        self.data = corpora.get_bytes(corpus, size=self.size)
+        try:
+            common.skip_if_over_budget(self.encode, common.head(self.data, self.size // 10), 10)
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # e.g. a peer that only takes valid UTF-8
+            raise NotImplementedError(f"{implementation} cannot encode {corpus}: {exc}") from None
+
+    def time_encode(self, implementation, corpus):
+        self.encode(self.data)
+
+
+common.preload()

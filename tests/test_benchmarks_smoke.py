@@ -1,0 +1,93 @@
+"""Smoke test of the asv suites: every bench module imports, and every benchmark's setup and one
+call run at its smallest parameters with the default encoder, so a broken benchmark fails here
+rather than in a 15-minute asv run."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+
+import pytest
+
+import benchmarks
+from algorithms.registry import default_encoder_name, encoder_names
+
+BENCH_MODULES = sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_"))
+PREFIXES = ("time_", "track_", "peakmem_", "mem_", "timeraw_")
+
+
+def _benchmark_classes():
+    for module_name in BENCH_MODULES:
+        module = importlib.import_module(f"benchmarks.{module_name}")
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and any(m.startswith(PREFIXES) for m in dir(cls)):
+                yield pytest.param(cls, id=f"{module_name}.{name}")
+
+
+def _smallest(values: list):
+    """The default encoder's entry if the list names implementations, else the first (smallest) value."""
+    default = default_encoder_name()
+    for value in values:
+        if isinstance(value, str) and value.split("/")[-1] == default:
+            return value
+    return values[0]
+
+
+def test_there_are_bench_modules():
+    assert {"bench_scaling", "bench_pipeline", "bench_worst_case", "bench_incremental", "bench_load",
+            "bench_tracks"} <= set(BENCH_MODULES)
+
+
+@pytest.mark.parametrize("cls", list(_benchmark_classes()))
+def test_benchmark_runs_once_at_its_smallest_parameters(cls):
+    params = [_smallest(values) for values in getattr(cls, "params", [])]
+    assert len(params) == len(getattr(cls, "param_names", [])), "each parameter list needs a name"
+    bench = cls()
+    if hasattr(bench, "setup"):
+        bench.setup(*params)  # NotImplementedError here is a failure: the default must be supported
+    methods = [m for m in dir(bench) if m.startswith(PREFIXES)]
+    assert methods
+    for method in methods:
+        result = getattr(bench, method)(*params)
+        if method.startswith("track_"):
+            assert isinstance(result, (int, float)) and math.isfinite(result), (method, result)
+    if hasattr(bench, "teardown"):
+        bench.teardown(*params)
+
+
+def test_raw_suites_cover_every_registered_encoder():
+    from benchmarks import bench_scaling, bench_worst_case
+
+    for cls in (bench_scaling.RawEncodeScaling, bench_worst_case.AdversarialRaw):
+        assert set(encoder_names()) <= set(cls.params[0])
+    from benchmarks.bench_pipeline import PipelineEncode
+
+    assert {f"ours/{n}" for n in encoder_names()} <= set(PipelineEncode.params[0])
+
+
+def test_the_reference_is_skipped_above_its_size_limit():
+    from benchmarks import common
+    from benchmarks.bench_scaling import RawEncodeScaling
+
+    reference = next(n for n in encoder_names() if common.is_reference(n))
+    with pytest.raises(NotImplementedError):
+        RawEncodeScaling().setup(reference, 10 * common.NAIVE_MAX_BYTES)
+    RawEncodeScaling().setup(reference, common.NAIVE_MAX_BYTES)
+
+
+def test_tokens_per_byte_agrees_with_tiktoken():
+    tiktoken = pytest.importorskip("tiktoken")
+    from benchmarks import common
+    from benchmarks.bench_tracks import TokensPerByte
+
+    bench = TokensPerByte()
+    bench.setup("o200k_base", "prose-en")
+    vocab = common.vocabulary("o200k_base")
+    from algorithms.patterns import resolve_pattern
+
+    encoding = tiktoken.Encoding("o200k-check", pat_str=resolve_pattern(vocab.pattern),
+                                 mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)}, special_tokens={})
+    expected = len(encoding.encode_ordinary(bench.text)) / len(bench.text.encode())
+    assert bench.track_tokens_per_byte("o200k_base", "prose-en") == pytest.approx(expected)
