@@ -7,7 +7,7 @@ with a defect are written to a temporary directory by each test.
 from __future__ import annotations
 
 import json
-import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +17,18 @@ from algorithms.errors import VocabularyError
 from algorithms.loaders import load_path, load_vocabulary
 from algorithms.loaders.hf_json import bytes_to_unicode, load_hf_tokenizer_json, token_text_to_bytes
 from algorithms.loaders.sentencepiece_model import (
-    BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, load_sentencepiece, read_sentencepiece_model,
+    BYTE, NORMAL, USER_DEFINED, load_sentencepiece, read_sentencepiece_model,
 )
 from algorithms.naive import bpe_reference
 from algorithms.registry import default_encoder_name
 from algorithms.tokenizer import Tokenizer
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-HF_FIXTURE = GOLDEN_DIR / "bytelevel_bpe.json"
-SPM_FIXTURE = GOLDEN_DIR / "spm_bpe.model"
+sys.path.insert(0, str(GOLDEN_DIR))
+from golden_fixtures import (  # noqa: E402
+    HF_FIXTURE, SPM_FIXTURE, gguf_from_hf_fixture, gguf_from_spm_fixture, hf_json, spm_proto, tiny_spm_pieces,
+    write_gguf,
+)
 GOLDEN = json.loads((GOLDEN_DIR / "golden.json").read_text(encoding="utf-8"))
 TEXTS = GOLDEN["texts"]
 
@@ -33,10 +36,6 @@ SAMPLE = [
     "hello world", "  two  spaces", "It's 1234567 o'clock!", "東京 😀 👍🏽 naïve", "\ttab\r\nnew\n",
     "x" + " " * 5 + "y", "", "a",
 ]
-
-
-def hf_json() -> dict:
-    return json.loads(HF_FIXTURE.read_text(encoding="utf-8"))
 
 
 def write_json(tmp_path: Path, data: dict, name: str = "tokenizer.json") -> Path:
@@ -158,43 +157,6 @@ def test_hf_truncated_and_non_json_files(tmp_path):
 
 
 # ============================================================================= SentencePiece
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, value: int | bytes | float) -> bytes:
-    if isinstance(value, float):
-        return _varint(number << 3 | 5) + struct.pack("<f", value)
-    if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    return _varint(number << 3 | 2) + _varint(len(value)) + value
-
-
-def spm_proto(pieces: list[tuple[str, float, int]], *, model_type: int = 2, byte_fallback: bool = True,
-              normalizer: str = "identity", add_dummy_prefix: bool = True) -> bytes:
-    """A ModelProto written by hand (independent of the reader under test)."""
-    out = b"".join(
-        _field(1, _field(1, text.encode()) + _field(2, float(score)) + _field(3, kind))
-        for text, score, kind in pieces
-    )
-    out += _field(2, _field(3, model_type) + _field(35, int(byte_fallback)))
-    out += _field(3, _field(1, normalizer.encode()) + _field(3, int(add_dummy_prefix)) + _field(4, 0))
-    return out
-
-
-def tiny_spm_pieces() -> list[tuple[str, float, int]]:
-    pieces = [("<unk>", 0.0, UNKNOWN), ("<s>", 0.0, CONTROL), ("</s>", 0.0, CONTROL)]
-    pieces += [(f"<0x{b:02X}>", 0.0, BYTE) for b in range(256)]
-    pieces += [("▁a", -1.0, NORMAL), ("ab", -2.0, NORMAL), ("▁ab", -3.0, NORMAL), ("東京", -4.0, NORMAL)]
-    pieces += [(c, -10.0 - i, NORMAL) for i, c in enumerate("▁ab東京😀")]
-    return pieces
-
-
 def test_protobuf_reader_agrees_with_sentencepiece_on_mistral():
     spm = pytest.importorskip("sentencepiece")
     vocab = load_vocabulary("mistral_v1")
@@ -291,43 +253,8 @@ def test_no_dummy_prefix_normalizer(tmp_path):
 
 
 # ============================================================================= GGUF
-def write_gguf(path: Path, *, model: str, tokens: list[str], types: list[int], scores=None, merges=None,
-               pre: str | None = None) -> Path:
-    gguf = pytest.importorskip("gguf")
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_tokenizer_model(model)
-    if pre is not None:
-        writer.add_tokenizer_pre(pre)
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    if scores is not None:
-        writer.add_token_scores(scores)
-    if merges is not None:
-        writer.add_token_merges(merges)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
-def gguf_from_hf_fixture(path: Path, pre: str = "llama-bpe") -> Path:
-    data = hf_json()
-    by_id = {i: t for t, i in data["model"]["vocab"].items()}
-    specials = {t["id"] for t in data["added_tokens"]}
-    tokens = [by_id[i] for i in range(len(by_id))]
-    types = [CONTROL if i in specials else NORMAL for i in range(len(tokens))]
-    merges = [" ".join(m) for m in data["model"]["merges"]]
-    return write_gguf(path, model="gpt2", tokens=tokens, types=types, merges=merges, pre=pre)
-
-
-def gguf_from_spm_fixture(path: Path) -> Path:
-    model = read_sentencepiece_model(SPM_FIXTURE)
-    return write_gguf(path, model="llama", tokens=[p.text for p in model.pieces],
-                      types=[p.kind for p in model.pieces], scores=[p.score for p in model.pieces])
-
-
 def test_gguf_gpt2_equals_its_tokenizer_json(tmp_path):
+    pytest.importorskip("gguf")
     path = gguf_from_hf_fixture(tmp_path / "bpe.gguf")
     vocab = load_path(path)
     reference = load_hf_tokenizer_json(HF_FIXTURE)
@@ -340,6 +267,7 @@ def test_gguf_gpt2_equals_its_tokenizer_json(tmp_path):
 
 
 def test_gguf_llama_equals_its_sentencepiece_model(tmp_path):
+    pytest.importorskip("gguf")
     vocab = load_path(gguf_from_spm_fixture(tmp_path / "spm.gguf"))
     reference = load_sentencepiece(SPM_FIXTURE)
     assert vocab.tokens == reference.tokens and np.array_equal(vocab.priority, reference.priority)
@@ -350,6 +278,7 @@ def test_gguf_llama_equals_its_sentencepiece_model(tmp_path):
 
 
 def test_gguf_defects_are_one_line_errors(tmp_path):
+    pytest.importorskip("gguf")
     path = gguf_from_hf_fixture(tmp_path / "bpe.gguf")
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(path.read_bytes()[:5000])
@@ -365,6 +294,7 @@ def test_gguf_defects_are_one_line_errors(tmp_path):
 
 # ============================================================================= round trips on every loader
 def _all_loader_vocabularies(tmp_path: Path):
+    pytest.importorskip("gguf")
     return {
         "tiktoken": load_vocabulary("cl100k_base"),
         "hf": load_hf_tokenizer_json(HF_FIXTURE),
