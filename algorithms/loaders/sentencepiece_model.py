@@ -209,6 +209,7 @@ def sentencepiece_vocabulary(
     Shared by the ``.model`` and the GGUF ``llama`` loaders. See the module docstring
     for how characters, scores and byte pieces are mapped.
     """
+    where = source or name  # errors name the file when there is one
     n = len(pieces)
     tokens: list[bytes] = [b""] * n
     special_tokens: dict[str, int] = {}
@@ -223,28 +224,30 @@ def sentencepiece_vocabulary(
         elif piece.kind == BYTE:
             value = _byte_piece_value(piece.text)
             if value is None:
-                raise VocabularyError(f"{name}: byte piece {token_id} {piece.text!r} is not of the form <0xXX>")
+                raise VocabularyError(f"{where}: byte piece {token_id} {piece.text!r} is not of the form <0xXX>")
             if value in byte_pieces:
-                raise VocabularyError(f"{name}: duplicate byte piece {piece.text!r} (ids {byte_pieces[value]} and {token_id})")
+                raise VocabularyError(
+                    f"{where}: duplicate byte piece {piece.text!r} (ids {byte_pieces[value]} and {token_id})"
+                )
             byte_pieces[value] = token_id
             tokens[token_id] = bytes([value])
         elif piece.kind == NORMAL:
             if not piece.text:
-                raise VocabularyError(f"{name}: piece {token_id} is empty")
+                raise VocabularyError(f"{where}: piece {token_id} is empty")
             data = piece.text.encode("utf-8")
             if data in owner:
-                raise VocabularyError(f"{name}: duplicate token {piece.text!r} (ids {owner[data]} and {token_id})")
+                raise VocabularyError(f"{where}: duplicate token {piece.text!r} (ids {owner[data]} and {token_id})")
             owner[data] = token_id
             tokens[token_id] = data
         elif piece.kind == USER_DEFINED:
             raise VocabularyError(
-                f"{name}: user-defined piece {piece.text!r} (id {token_id}) is not supported: SentencePiece matches"
+                f"{where}: user-defined piece {piece.text!r} (id {token_id}) is not supported: SentencePiece matches"
                 " these before BPE"
             )
         elif piece.kind == UNUSED:
-            raise VocabularyError(f"{name}: unused piece {piece.text!r} (id {token_id}) is not supported")
+            raise VocabularyError(f"{where}: unused piece {piece.text!r} (id {token_id}) is not supported")
         else:
-            raise VocabularyError(f"{name}: piece {token_id} {piece.text!r} has unknown type {piece.kind}")
+            raise VocabularyError(f"{where}: piece {token_id} {piece.text!r} has unknown type {piece.kind}")
     for value, token_id in byte_pieces.items():
         if bytes([value]) in owner:
             excluded.add(token_id)  # the normal piece is what BPE uses for this byte

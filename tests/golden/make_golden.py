@@ -177,7 +177,8 @@ def tiktoken_encoding(name: str):
 
     def local_ranks(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         contents = gzip.decompress(data_file.read_bytes())
-        return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in contents.splitlines() if line)}
+        pairs = (line.split() for line in contents.splitlines() if line)
+        return {base64.b64decode(token): int(rank) for token, rank in pairs}
 
     original = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = local_ranks
