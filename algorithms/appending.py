@@ -101,6 +101,12 @@ class _IncrementalTable:
         """Exact token count of the current text. O(1)."""
         return int(self._counts[self._len])
 
+    def prefix_counts(self) -> np.ndarray:
+        """Read-only view: ``[k]`` is the token count of the text when it had ``k`` bytes."""
+        view = self._counts[: self._len + 1]
+        view.flags.writeable = False
+        return view
+
     def count_at(self, n_bytes: int) -> int:
         """Token count of the text as it was when it had ``n_bytes`` bytes. O(1)."""
         if not 0 <= n_bytes <= self._len:

@@ -1,0 +1,221 @@
+"""The exact encoders (backtracking, table, heap, appending, prepending, interval) and matching.
+
+Oracles: the ``naive`` reference (the definition) on short inputs, tiktoken's own
+single-piece BPE on long ones, brute-force dictionary scans for the tries, and the
+seed paper's hand-worked example.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+
+from algorithms.compiled import compile_vocabulary, is_compatible
+from algorithms.errors import BpebenchError
+from algorithms.loaders import load_vocabulary
+from algorithms.matching import build_matcher, pair_compatible, prefix_matches
+from algorithms.naive import bpe_reference
+from algorithms.registry import default_encoder_name, get_encoder_class, make_encoder
+from algorithms.vocabulary import Vocabulary
+from properties.oracles import tiktoken_single_piece
+from properties.strategies import vocabulary_and_input
+from properties.vocabularies import resolve, train_bpe
+
+EXACT = ["backtracking", "table", "heap", "appending", "prepending", "interval"]
+SEED_TOKENS = [b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
+REAL = ["cl100k_base", "o200k_base"]
+
+
+def seed_with_all_bytes() -> Vocabulary:
+    others = [bytes([b]) for b in range(256) if bytes([b]) not in SEED_TOKENS]
+    return Vocabulary.from_ranks(SEED_TOKENS + others, name="seed+bytes")
+
+
+def reversed_merges() -> Vocabulary:
+    """A merges-rule vocabulary whose merge priorities run against the ids: ``bc`` (id 260)
+    merges first, ``ab`` (id 256) last, so an encoder ordering merges by id gets ``abc`` wrong."""
+    tokens = [bytes([b]) for b in range(256)] + [b"ab", b"abc", b"cd", b"bcd", b"bc"]
+    t = {tok: i for i, tok in enumerate(tokens)}
+    merges = {
+        (t[b"b"], t[b"c"]): (0, t[b"bc"]),
+        (t[b"c"], t[b"d"]): (1, t[b"cd"]),
+        (t[b"bc"], t[b"d"]): (2, t[b"bcd"]),
+        (t[b"a"], t[b"bc"]): (3, t[b"abc"]),
+        (t[b"a"], t[b"b"]): (4, t[b"ab"]),
+    }
+    priority = np.full(len(tokens), -1, dtype=np.int64)
+    for prio, merged in merges.values():
+        priority[merged] = prio
+    return Vocabulary(name="reversed-merges", tokens=tokens, priority=priority, rule="merges", merges=merges)
+
+
+SMALL = {
+    "seed": seed_with_all_bytes(),
+    "reversed-merges": reversed_merges(),
+    "trained-merges-shuffled": train_bpe([b"abcabcabd abcd aab", b"the theme then"], merges=30,
+                                         rule="merges", alphabet="all", shuffle=3),
+}
+
+
+def random_token_text(vocab: Vocabulary, rng: random.Random, size: int) -> bytes:
+    """Random tokens concatenated, cut to ``size`` bytes at a random offset (may be invalid UTF-8)."""
+    pieces, total = [], 0
+    while total < size + 64:
+        token = vocab.tokens[rng.randrange(len(vocab.tokens))]
+        pieces.append(token)
+        total += len(token)
+    text = b"".join(pieces)
+    start = rng.randrange(32)
+    return text[start : start + size]
+
+
+# ----------------------------------------------------------------------------- registry
+def test_backtracking_is_the_default_and_all_declare_exact():
+    for name in EXACT:
+        assert get_encoder_class(name).is_exact()
+    ranks = {name: get_encoder_class(name).speed_rank for name in EXACT}
+    assert min(ranks, key=ranks.get) == "backtracking"
+    assert get_encoder_class(default_encoder_name()).is_exact()
+
+
+# ----------------------------------------------------------------------------- hand-worked
+@pytest.mark.parametrize("name", EXACT)
+def test_seed_paper_example(name):
+    vocab = SMALL["seed"]
+    enc = make_encoder(name, vocab)
+    assert [vocab.tokens[i] for i in enc.encode(b"abacb")] == [b"ab", b"a", b"cb"]
+    assert [vocab.tokens[i] for i in enc.encode(b"abacbb")] == [b"ab", b"acbb"]
+    assert enc.encode(b"") == [] and enc.count(b"") == 0
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_priority_not_id_decides(name):
+    vocab = SMALL["reversed-merges"]
+    enc = make_encoder(name, vocab)
+    spell = lambda data: [vocab.tokens[i] for i in enc.encode(data)]  # noqa: E731
+    # bc merges first (priority 0) although ab has the smaller id: a+bc -> abc, never ab+c
+    assert spell(b"abc") == [b"abc"]
+    assert spell(b"abcd") == [b"a", b"bcd"]  # bc, then bc+d (2) before a+bc (3)
+    assert spell(b"abab") == [b"ab", b"ab"]
+
+
+# ----------------------------------------------------------------------------- against naive
+@pytest.mark.parametrize("vocab_name", sorted(SMALL))
+@pytest.mark.parametrize("name", EXACT)
+def test_small_vocabularies_equal_naive(name, vocab_name):
+    vocab = SMALL[vocab_name]
+    enc = make_encoder(name, vocab)
+    rng = random.Random(7)
+    alphabet = b"abcd eht"
+    for _ in range(150):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(60)))
+        expected = bpe_reference(vocab, data)
+        assert enc.encode(data) == expected, data
+        assert enc.count(data) == len(expected)
+
+
+@settings(deadline=None)
+@given(vocabulary_and_input("random"))
+@example(("seed", b"abacbb"))
+@example(("seed", b"cbbb"))
+def test_random_trained_vocabularies_equal_naive(case):
+    spec, data = case
+    vocab = resolve(spec)
+    expected = bpe_reference(vocab, data)
+    for name in EXACT:
+        assert make_encoder(name, vocab).encode(data) == expected, name
+
+
+@pytest.mark.parametrize("vocab_name", REAL)
+def test_real_vocabularies_equal_naive(vocab_name):
+    vocab = load_vocabulary(vocab_name)
+    rng = random.Random(11)
+    encoders = [make_encoder(name, vocab) for name in EXACT]
+    cases = [random_token_text(vocab, rng, size) for size in (10, 37, 200, 1000, 2000)]
+    cases += [b"a" * 300, b"ab" * 150, "ééé".encode() * 40, b"thequickbrownfoxjumpsoverthelazydog" * 8]
+    for data in cases:
+        expected = bpe_reference(vocab, data)
+        for enc in encoders:
+            assert enc.encode(data) == expected, (enc.name, data[:40])
+
+
+@pytest.mark.parametrize("vocab_name", REAL)
+def test_long_inputs_equal_tiktoken(vocab_name):
+    vocab = load_vocabulary(vocab_name)
+    rng = random.Random(5)
+    fast = [make_encoder(name, vocab) for name in ("backtracking", "table", "heap", "appending")]
+    for data in [random_token_text(vocab, rng, 100_000), b"x" * 20_000,
+                 "Zürich".encode()[:-1] * 3000, random_token_text(vocab, rng, 30_000)[1:]]:
+        expected = tiktoken_single_piece(vocab, data)
+        for enc in fast:
+            assert enc.encode(data) == expected, (enc.name, len(data))
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_encode_pieces_matches_piecewise(name):
+    vocab = load_vocabulary("cl100k_base")
+    enc = make_encoder(name, vocab)
+    rng = random.Random(3)
+    pieces = [random_token_text(vocab, rng, rng.randrange(0, 40)) for _ in range(200)]
+    expected = [t for p in pieces if p for t in tiktoken_single_piece(vocab, p)]  # tiktoken panics on b""
+    assert enc.encode_pieces(pieces) == expected
+    assert enc.encode_pieces(iter(pieces)) == expected
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_byte_that_is_not_a_token_is_a_clear_error(name):
+    vocab = train_bpe([b"abab"], merges=2, rule="ranks", alphabet="text")
+    enc = make_encoder(name, vocab)
+    assert enc.encode(b"abab") == bpe_reference(vocab, b"abab")
+    with pytest.raises(BpebenchError, match="0x7a"):
+        enc.encode(b"abz")
+
+
+# ----------------------------------------------------------------------------- matching
+@pytest.mark.parametrize("vocab_name", ["cl100k_base"])
+def test_matcher_against_dictionary_scans(vocab_name):
+    vocab = load_vocabulary(vocab_name)
+    matcher = build_matcher(vocab)
+    lookup = {t: i for i, t in enumerate(vocab.tokens)}
+    rng = random.Random(2)
+    data = random_token_text(vocab, rng, 3000)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(matcher.max_token_len, dtype=np.int32)
+    for pos in range(0, len(data), 5):
+        starting = [lookup[data[pos:e]] for e in range(pos + 1, min(len(data), pos + 128) + 1) if data[pos:e] in lookup]
+        assert matcher.longest_match(data, pos) == starting[-1]
+        assert out[: prefix_matches(matcher.forward, arr, pos, len(arr), out)].tolist() == starting
+        end = pos + 1
+        ending = [lookup[data[s:end]] for s in range(max(0, end - 128), end) if data[s:end] in lookup]
+        assert matcher.tokens_ending_at(data, end) == ending
+    for t in rng.sample(range(len(vocab.tokens)), 3000):
+        token = vocab.tokens[t]
+        prefixes = [lookup[token[:k]] for k in range(len(token) - 1, 0, -1) if token[:k] in lookup]
+        suffixes = [lookup[token[-k:]] for k in range(len(token) - 1, 0, -1) if token[-k:] in lookup]
+        assert matcher.next_prefix[t] == (prefixes[0] if prefixes else -1)
+        assert matcher.next_suffix[t] == (suffixes[0] if suffixes else -1)
+
+
+def test_matcher_skips_excluded_ids():
+    tokens = [bytes([b]) for b in range(256)] + [b"ab", b"ab"]
+    vocab = Vocabulary(name="dup", tokens=tokens, priority=np.arange(len(tokens)), excluded=frozenset({257}))
+    matcher = build_matcher(vocab)
+    assert matcher.longest_match(b"abab") == 256
+    assert make_encoder("backtracking", vocab).encode(b"abab") == [256, 256]
+
+
+@pytest.mark.parametrize("vocab_name", ["o200k_base", "trained-merges-shuffled"])
+def test_packed_compatibility_equals_compiled(vocab_name):
+    vocab = SMALL.get(vocab_name) or load_vocabulary(vocab_name)
+    tables = compile_vocabulary(vocab)
+    m = build_matcher(vocab)
+    rng = random.Random(9)
+    ids = np.flatnonzero(tables.priority < 2**62)
+    pairs = [(int(rng.choice(ids)), int(rng.choice(ids))) for _ in range(3000)]
+    # splits of tokens are the pairs most likely to be incompatible
+    pairs += [(int(tables.split_left[t]), int(tables.split_right[t])) for t in ids[-500:] if tables.split_left[t] >= 0]
+    for a, b in pairs:
+        assert bool(pair_compatible(m.rows, m.pairs, a, b)) == is_compatible(tables, a, b), (a, b)
