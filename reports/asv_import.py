@@ -1,0 +1,184 @@
+"""Turn asv results (``.asv/results``) into a result directory the report renders.
+
+asv stores, per machine, ``machine.json`` and one JSON file per (commit,
+environment) whose ``results`` map each benchmark to columns named by
+``result_columns`` (``result``, ``params``, ``stats_q_25``, ``stats_q_75``, ...;
+results format version 2). Parameterised benchmarks hold one value per element
+of the Cartesian product of their parameter lists, in ``itertools.product``
+order; the parameter names come from ``benchmarks.json`` at the results root.
+
+Each timing (``time_*`` benchmarks, unit seconds) becomes one ``timings.csv`` row:
+the stage is guessed from the benchmark's name (``scaling``, ``adversarial`` ->
+worst case, ``pipeline``/``throughput`` -> throughput, ``incremental``,
+``interval``, ``load``; otherwise ``asv``), and the subject, vocabulary, corpus
+and size from parameters with the usual names. Only the newest results file per
+machine is used. O(results).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+from pathlib import Path
+
+from algorithms.errors import BpebenchError
+
+from .store import ResultStore
+
+SUBJECT_PARAMS = ("encoder", "algorithm", "peer", "subject", "tokenizer", "implementation", "impl", "name")
+VOCAB_PARAMS = ("vocab", "vocabulary", "vocab_name", "encoding")
+CORPUS_PARAMS = ("corpus", "input", "text", "kind", "generator", "adversary")
+SIZE_PARAMS = ("size", "n_bytes", "nbytes", "length", "n", "bytes", "slice_length")
+STAGE_WORDS = (("scaling", "scaling"), ("adversarial", "worst_case"), ("worst", "worst_case"),
+               ("pipeline", "throughput"), ("throughput", "throughput"), ("incremental", "incremental"),
+               ("append", "incremental"), ("interval", "interval"), ("load", "load"))
+
+
+def _value(text):
+    """asv stores parameter values as ``repr`` strings: "'o200k_base'" -> 'o200k_base', "1000" -> 1000."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BpebenchError(f"{path}: cannot read asv results ({exc})") from None
+
+
+def newest_results(results_dir: Path) -> list[tuple[dict, dict, Path]]:
+    """(machine.json, newest results file, its path) for every machine directory."""
+    found = []
+    for machine_json in sorted(results_dir.glob("*/machine.json")):
+        files = [p for p in machine_json.parent.glob("*.json") if p.name != "machine.json"]
+        if not files:
+            continue
+        loaded = [(_read_json(p), p) for p in files]
+        data, path = max(loaded, key=lambda item: (item[0].get("date") or 0, item[1].name))
+        found.append((_read_json(machine_json), data, path))
+    return found
+
+
+def _pick(params: dict, names: tuple[str, ...]):
+    for name in names:
+        if name in params:
+            return name, params[name]
+    return None, None
+
+
+def _stage(benchmark: str) -> str:
+    low = benchmark.lower()
+    for word, stage in STAGE_WORDS:
+        if word in low:
+            return stage
+    return "asv"
+
+
+def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tuple[list[dict], int]:
+    """timings.csv rows from one asv results file; also how many non-timing results were left out."""
+    columns = data.get("result_columns") or ["result", "params"]
+    rows, left_out = [], 0
+    for name, values in (data.get("results") or {}).items():
+        record = dict(zip(columns, values))
+        info = benchmarks.get(name, {})
+        unit = info.get("unit", "seconds")
+        method = name.rsplit(".", 1)[-1]
+        if unit != "seconds" or not method.startswith("time_"):
+            left_out += 1
+            continue
+        param_lists = record.get("params") or []
+        param_names = info.get("param_names") or [f"param{i + 1}" for i in range(len(param_lists))]
+        combos = list(itertools.product(*param_lists)) if param_lists else [()]
+        results = record.get("result")
+        if not isinstance(results, list):
+            results = [results]
+        q25 = record.get("stats_q_25") or [None] * len(combos)
+        q75 = record.get("stats_q_75") or [None] * len(combos)
+        repeat = record.get("stats_repeat") or [None] * len(combos)
+        for i, combo in enumerate(combos):
+            value = results[i] if i < len(results) else None
+            params = {n: _value(v) for n, v in zip(param_names, combo)}
+            subject_param, subject = _pick(params, SUBJECT_PARAMS)
+            vocab_param, vocab = _pick(params, VOCAB_PARAMS)
+            corpus_param, corpus = _pick(params, CORPUS_PARAMS)
+            size_param, size = _pick(params, SIZE_PARAMS)
+            used = {subject_param, vocab_param, corpus_param, size_param}
+            rest = ",".join(f"{k}={v}" for k, v in params.items() if k not in used)
+            subject = str(subject) if subject is not None else name.rsplit(".", 2)[-2] if "." in name else name
+            row = {
+                "stage": _stage(name), "vocab": "" if vocab is None else str(vocab), "subject": subject,
+                "kind": "peer" if subject in peer_names else "encoder", "corpus": "" if corpus is None else str(corpus),
+                "operation": method + (f"[{rest}]" if rest else ""),
+                "size_bytes": int(size) if isinstance(size, (int, float)) else 0,
+            }
+            if value is None or (isinstance(value, float) and value != value):
+                row["note"] = "skipped: no asv result (failed or not applicable)"
+            else:
+                low = q25[i] if i < len(q25) and q25[i] is not None else value
+                high = q75[i] if i < len(q75) and q75[i] is not None else value
+                row.update({"median_s": float(value), "q1_s": float(low), "q3_s": float(high),
+                            "min_s": float(low), "max_s": float(high),
+                            "repeats": repeat[i] if i < len(repeat) else None})
+            rows.append(row)
+    return rows, left_out
+
+
+def import_asv(results_dir: str | Path, out: str | Path) -> int:
+    """Write ``out`` (timings.csv + meta.json) from the asv results in ``results_dir``; returns the row count."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise BpebenchError(f"{results_dir}: no asv results directory (run `asv run` first, or pass its path)")
+    found = newest_results(results_dir)
+    if not found:
+        raise BpebenchError(f"{results_dir}: no asv results files (expected <machine>/machine.json and <commit>-*.json)")
+    benchmarks = _read_json(results_dir / "benchmarks.json") if (results_dir / "benchmarks.json").exists() else {}
+    try:
+        from algorithms.peers import peer_names
+
+        peers = set(peer_names())
+    except ImportError:
+        peers = set()
+    store = ResultStore(out)
+    store.create(resume=False)
+    total, left_out, sources = 0, 0, []
+    machine, data = found[0][0], found[0][1]
+    for machine_info, results, path in found:
+        rows, skipped = rows_from_results(results, benchmarks, peers)
+        total += store.write_rows("timings.csv", rows)
+        left_out += skipped
+        sources.append(f"{machine_info.get('machine', '?')}: {path.name}")
+    notes = {"summary": [f"imported from asv: {'; '.join(sources)}"]}
+    if left_out:
+        notes["summary"].append(f"{left_out} asv benchmarks that are not timings (peakmem_, track_) are not shown")
+    notes["conformance"] = ["asv results carry no conformance runs; run `bpebench report` for them"]
+    vocabs = sorted({r["vocab"] for r in store.rows("timings.csv") if r["vocab"]})
+    store.write_meta({
+        "source": f"asv results in {results_dir}",
+        "environment": {
+            "cpu": machine.get("cpu", "unknown"), "cores": machine.get("num_cpu", "?"),
+            "ram_gb": round(int(machine["ram"]) / 2**20, 1) if str(machine.get("ram", "")).isdigit() else None,
+            "os": machine.get("os", ""), "python": data.get("python", ""),
+            "libraries": {k.replace("pip+", ""): v for k, v in (data.get("requirements") or {}).items()},
+            "commit": (data.get("commit_hash") or "")[:10], "date": _date(data.get("date")),
+            "numba_jit": "as configured for asv",
+        },
+        "vocabularies": vocabs,
+        "plan": {"preset": "asv"},
+        "notes": notes,
+    })
+    return total
+
+
+def _date(value) -> str:
+    if not value:
+        return ""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(int(value) / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+    except (TypeError, ValueError, OverflowError):
+        return str(value)

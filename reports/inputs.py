@@ -1,0 +1,160 @@
+"""Inputs for a report: corpora from ``corpora`` by category, and small fallbacks.
+
+The report never names a corpus in its code: it asks the corpus registry for the
+names in each category (``natural``, ``code``, ``random`` for throughput and
+agreement; ``adversarial`` for the worst case) and takes the first one of each in
+``--quick``, all of them in ``--full``. If the ``corpora`` package cannot be
+imported, two built-in fallbacks keep the report working: random-token text (the
+seed paper's benchmark input) and a run of random lowercase letters (one
+pre-token, i.e. unsplittable). Everything is seeded; O(size) per input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+from algorithms.vocabulary import Vocabulary
+
+TEXT_CATEGORIES = ("natural", "code", "random")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named input generator: ``text(size)`` returns about ``size`` bytes of text."""
+
+    name: str
+    category: str
+    text: Callable[[int], str]
+    description: str = ""
+    why_hard: str = ""
+    kind: str = "text"  # "bytes": may be invalid UTF-8 (raw stages only)
+
+
+def _registry():
+    try:
+        return importlib.import_module("corpora.registry")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("corpora", "corpora.registry"):
+            return None
+        raise
+
+
+def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_category: int | None,
+                   wanted: list[str] | None = None,
+                   keep: Callable[[Source], bool] | None = None) -> tuple[list[Source], str]:
+    """Text sources of the given categories for ``vocab`` (``keep`` filters before the per-category
+    cut); a note says when fallbacks were used. ``wanted`` (corpus names) overrides the cut."""
+    registry = _registry()
+    if registry is None:
+        found = [s for s in _fallbacks(vocab) if s.category in categories and (keep is None or keep(s))]
+        return found, "corpora package not available: built-in random-token and letter-run inputs used"
+    sources = []
+    for category in categories:
+        chosen = []
+        for name in registry.names(category):
+            if wanted and name not in wanted:
+                continue
+            source = _registry_source(registry, name, vocab)
+            if source.kind != "text" or (keep is not None and not keep(source)):
+                continue
+            chosen.append(source)
+            if not wanted and per_category is not None and len(chosen) >= per_category:
+                break
+        sources.extend(chosen)
+    return sources, ""
+
+
+def is_unsplittable(vocab: Vocabulary, source: Source, *, sample_bytes: int = 2_000) -> bool:
+    """True if the vocabulary's pre-tokenizer leaves a sample of ``source`` as one piece (>= 90 %)."""
+    if not vocab.pattern:
+        return True
+    from algorithms.pretokenize import RegexPretokenizer
+
+    text = source.text(sample_bytes)
+    if not text:
+        return False
+    longest = max((len(p.encode("utf-8", "surrogatepass")) for p in RegexPretokenizer(vocab.pattern).split(text)),
+                  default=0)
+    return longest >= 0.9 * len(text.encode("utf-8", "surrogatepass"))
+
+
+def _registry_source(registry, name: str, vocab: Vocabulary) -> Source:
+    spec = registry.corpus(name)
+    params = spec.parameters
+
+    def text(size: int) -> str:
+        kwargs = {}
+        if "size" in params:
+            kwargs["size"] = int(size)
+        if "vocab" in params:
+            kwargs["vocab"] = vocab.name if _is_builtin(vocab.name) else params["vocab"]
+        value = registry.get(name, **kwargs)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        return _at_least(value, size) if "size" not in params else value
+
+    return Source(name, spec.category, text, spec.description, spec.why_hard, spec.kind)
+
+
+def _is_builtin(name: str) -> bool:
+    from algorithms.loaders import BUILTIN
+
+    return name in BUILTIN
+
+
+def _at_least(text: str, size: int) -> str:
+    """Repeat (and clip) ``text`` to ``size`` UTF-8 bytes when a corpus has no size parameter."""
+    data = text.encode("utf-8", "surrogatepass")
+    if not data:
+        return text
+    data = (data * (size // len(data) + 1))[:size]
+    return data.decode("utf-8", "ignore")
+
+
+# ----------------------------------------------------------------------------- fallbacks
+def _fallbacks(vocab: Vocabulary) -> list[Source]:
+    return [
+        Source("random-tokens", "random", lambda size: random_token_text(vocab, size),
+               "decoded random token ids (seed 0)"),
+        Source("letter-run", "adversarial", letter_run,
+               "random lowercase letters without spaces", "one pre-token of any length"),
+    ]
+
+
+def random_token_text(vocab: Vocabulary, size: int, *, seed: int = 0) -> str:
+    """About ``size`` bytes of text made of random tokens that are valid UTF-8 on their own."""
+    rng = random.Random(seed)
+    ids = [i for i, t in enumerate(vocab.tokens) if _utf8(t)]
+    out, total = [], 0
+    while total < size:
+        token = vocab.tokens[rng.choice(ids)]
+        out.append(token)
+        total += len(token)
+    return b"".join(out)[:size].decode("utf-8", "ignore")
+
+
+def letter_run(size: int, *, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size))
+
+
+def _utf8(token: bytes) -> bool:
+    try:
+        token.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return bool(token)
+
+
+def chunks(data: bytes, *, count: int, size: int) -> list[bytes]:
+    """``count`` evenly spaced slices of ``size`` bytes from ``data`` (fewer if it is short)."""
+    if not data:
+        return []
+    if len(data) <= size:
+        return [data]
+    step = max((len(data) - size) // max(count - 1, 1), 1)
+    starts = list(range(0, len(data) - size + 1, step))[:count]
+    return [data[s : s + size] for s in starts]

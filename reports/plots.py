@@ -1,0 +1,137 @@
+"""The report's charts (matplotlib, Agg backend), each saved as a PNG beside ``index.html``.
+
+Every subject keeps one colour across all charts; our encoders are solid lines,
+peers dashed. Runtime charts are log-log with the fitted scaling exponent in the
+legend. Each function returns the file name it wrote, or None when there was
+nothing to draw. Cost: O(points) per chart plus matplotlib's fixed overhead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .analysis import fit_exponent, measured  # noqa: E402
+
+DPI = 110
+SIZE = (9.0, 4.6)
+
+
+class Palette:
+    """A stable colour per subject name (in first-seen order)."""
+
+    def __init__(self, names) -> None:
+        cycle = list(plt.get_cmap("tab10").colors) + list(plt.get_cmap("Dark2").colors)
+        self._colors = {name: cycle[i % len(cycle)] for i, name in enumerate(dict.fromkeys(names))}
+
+    def __call__(self, name: str):
+        return self._colors.get(name, "black")
+
+
+def _save(fig, out_dir: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(out_dir / name, dpi=DPI)
+    plt.close(fig)
+    return name
+
+
+def _bytes_label(n: float) -> str:
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def runtime_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str, *, title: str,
+                  xlabel: str = "input length (bytes)") -> str | None:
+    """Log-log runtime vs size, one line per subject (or per ``label`` column, coloured by subject;
+    dashed for peers and rows marked ``dashed``), fitted exponent in the legend."""
+    ok = measured(rows)
+    if ok.empty:
+        return None
+    if "label" not in ok.columns:  # one line per subject unless the caller labels lines itself
+        ok = ok.assign(label=ok["subject"])
+    fig, ax = plt.subplots(figsize=SIZE)
+    for label, group in ok.groupby("label", sort=False):
+        group = group.sort_values("size_bytes")
+        subject = group["subject"].iloc[0]
+        exponent = fit_exponent(group["size_bytes"], group["median_s"])
+        text = label + (f"  (n^{exponent:.2f})" if exponent is not None else "")
+        dashed = group["kind"].iloc[0] == "peer" or bool(group.get("dashed", pd.Series([False])).iloc[0])
+        ax.plot(group["size_bytes"], group["median_s"], marker="o", markersize=3.5, linewidth=1.6,
+                linestyle="--" if dashed else "-", color=palette(subject), label=text)
+        ax.fill_between(group["size_bytes"], group["q1_s"], group["q3_s"], color=palette(subject), alpha=0.15,
+                        linewidth=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("seconds per call (median)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _save(fig, out_dir, name)
+
+
+def throughput_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str, *, title: str) -> str | None:
+    """One panel per corpus: MB/s per subject (same subject order in every panel; peers hatched)."""
+    if rows.empty:
+        return None
+    corpora = list(dict.fromkeys(rows["corpus"]))
+    subjects = list(dict.fromkeys(rows["subject"]))
+    peers = set(rows[rows["kind"] == "peer"]["subject"])
+    fig, axes = plt.subplots(1, len(corpora), sharey=True, squeeze=False,
+                             figsize=(min(3.0 * len(corpora) + 1.6, 11), 0.26 * len(subjects) + 1.3))
+    for ax, corpus in zip(axes[0], corpora):
+        values = []
+        for subject in subjects:
+            hit = rows[(rows["corpus"] == corpus) & (rows["subject"] == subject)]
+            values.append(float(hit["mb_s"].iloc[0]) if len(hit) else 0.0)
+        for y, (subject, value) in enumerate(zip(subjects, values)):
+            ax.barh(y, value, height=0.75, color=palette(subject), hatch="//" if subject in peers else None,
+                    edgecolor="black" if subject in peers else "none", linewidth=0.3)
+        ax.set_xscale("log")
+        ax.set_title(corpus, fontsize=9)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.tick_params(axis="x", labelsize=7.5)
+    axes[0][0].set_yticks(range(len(subjects)))
+    axes[0][0].set_yticklabels(subjects, fontsize=8)
+    axes[0][0].invert_yaxis()
+    fig.supxlabel("MB/s (log scale; longer is faster)", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, out_dir, name)
+
+
+def count_diff_chart(histograms: dict[str, dict[int, int]], palette: Palette, out_dir: Path, name: str, *,
+                     title: str) -> str | None:
+    """Per approximate encoder: share of inputs by token-count difference to naive."""
+    histograms = {k: v for k, v in histograms.items() if v}
+    if not histograms:
+        return None
+    diffs = sorted({d for h in histograms.values() for d in h})
+    low, high = max(min(diffs + [-2]), -6), min(max(diffs + [2]), 6)
+    xs = list(range(low, high + 1))
+    width = 0.8 / len(histograms)
+    fig, ax = plt.subplots(figsize=SIZE)
+    for j, (subject, hist) in enumerate(histograms.items()):
+        total = sum(hist.values())
+        clipped = {x: 0 for x in xs}
+        for d, n in hist.items():
+            clipped[min(max(d, low), high)] += n
+        ax.bar([x + (j - (len(histograms) - 1) / 2) * width for x in xs], [100 * clipped[x] / total for x in xs],
+               width=width * 0.95, color=palette(subject), label=subject)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"≤{x}" if x == low and min(diffs) < low else f"≥{x}" if x == high and max(diffs) > high
+                        else str(x) for x in xs])
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("tokens(encoder) − tokens(naive), per input")
+    ax.set_ylabel("% of inputs")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7.5, frameon=False)
+    return _save(fig, out_dir, name)
+
