@@ -281,6 +281,7 @@ def _bpe_openai_build(vocab: Vocabulary) -> Peer:
     with warnings.catch_warnings():  # it reads its data with a deprecated importlib.resources call
         warnings.simplefilter("ignore", DeprecationWarning)
         encoding = bpe_openai.get_encoding(vocab.name)
+        encoding.encode_ordinary("warm up")  # its tables load lazily, on the first call
     return Peer(
         name="bpe-openai", library_version="", vocabulary_name=vocab.name,
         encode_ordinary_fn=encoding.encode_ordinary,
