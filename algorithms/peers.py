@@ -276,10 +276,10 @@ def _bundled_unsupported(names: Sequence[str]) -> Callable[[Vocabulary], str | N
 def _bpe_openai_build(vocab: Vocabulary) -> Peer:
     import warnings
 
-    import bpe_openai
-
     with warnings.catch_warnings():  # it reads its data with a deprecated importlib.resources call
         warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
         encoding = bpe_openai.get_encoding(vocab.name)
         encoding.encode_ordinary("warm up")  # its tables load lazily, on the first call
     return Peer(
