@@ -59,7 +59,7 @@ class Peer:
     vocabulary_name: str
     encode_ordinary_fn: Callable[[str], list[int]] = field(repr=False)
     decode_fn: Callable[[Sequence[int]], str] = field(repr=False)
-    encode_raw_fn: Callable[[bytes], list[int]] | None = field(default=None, repr=False)
+    encode_raw_fn: Callable[[bytes], list[int] | None] | None = field(default=None, repr=False)
     count_fn: Callable[[str], int] | None = field(default=None, repr=False)
     load_seconds: float = 0.0
     same_ids: bool | None = None  # None until verified
@@ -73,7 +73,11 @@ class Peer:
         return list(self.encode_ordinary_fn(text))
 
     def encode_raw(self, data: bytes) -> list[int] | None:
-        return None if self.encode_raw_fn is None else list(self.encode_raw_fn(data))
+        """Pure BPE over ``data``; None when the library cannot (or not for these bytes)."""
+        if self.encode_raw_fn is None:
+            return None
+        ids = self.encode_raw_fn(data)
+        return None if ids is None else list(ids)
 
     def count(self, text: str) -> int:
         return self.count_fn(text) if self.count_fn is not None else len(self.encode_ordinary_fn(text))
@@ -129,11 +133,15 @@ def _source_kind(vocab: Vocabulary) -> str | None:
 
 def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
     """``vocab``'s name if it is one of the built-in vocabularies ``names`` (loaded from the wheels)."""
+    from .errors import BpebenchError
     from .loaders import BUILTIN, load_vocabulary
 
     if vocab.name not in names or vocab.name not in BUILTIN:
         return None
-    builtin = load_vocabulary(vocab.name)
+    try:
+        builtin = load_vocabulary(vocab.name)
+    except BpebenchError:  # the wheel with the data is not installed
+        return None
     return vocab.name if vocab is builtin or vocab.fingerprint == builtin.fingerprint else None
 
 
@@ -163,7 +171,7 @@ def _tiktoken_build(vocab: Vocabulary) -> Peer:
     return Peer(
         name="tiktoken", library_version="", vocabulary_name=vocab.name,
         encode_ordinary_fn=lambda text: encoding.encode_ordinary(normalize(text)),
-        encode_raw_fn=encoding._encode_single_piece,
+        encode_raw_fn=getattr(encoding, "_encode_single_piece", None),  # private, but stable since 0.4
         decode_fn=encoding.decode,
     )
 
@@ -229,9 +237,12 @@ def _hf_build(vocab: Vocabulary) -> Peer:
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     raw.encode_special_tokens = True
 
-    def encode_raw(data: bytes) -> list[int]:
-        # HF takes text; bytes that are not UTF-8 cannot be given to it
-        return raw.encode(data.decode("utf-8"), add_special_tokens=False).ids
+    def encode_raw(data: bytes) -> list[int] | None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # HF takes text: bytes that are not UTF-8 cannot be given to it
+        return raw.encode(text, add_special_tokens=False).ids
 
     return Peer(
         name="hf-tokenizers", library_version="", vocabulary_name=vocab.name,
