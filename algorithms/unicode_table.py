@@ -34,6 +34,8 @@ bit   name       meaning
 7     APOS       exactly U+0027, i.e. what ``(?i:')`` matches
 8     SLASH      exactly ``/`` (o200k's ``[\\r\\n/]*`` suffix)
 9     ASCII_LOW  exactly one of ``a``..``z`` (case-sensitive GPT-2 contractions)
+10-11 LEN        always 0 in the table; the UTF-8 decoder stores the
+                 character's byte length minus one here
 12-15 FOLD       which contraction letter ``(?i:x)`` matches this code point:
                  0 none, 1 s, 2 d, 3 m, 4 t, 5 l, 6 v, 7 r, 8 e
                  (e.g. ``S``, ``s`` and U+017F LONG S all have FOLD = 1)
@@ -65,6 +67,7 @@ F_SPACE = 1 << 6
 F_APOS = 1 << 7
 F_SLASH = 1 << 8
 F_ASCII_LOW = 1 << 9
+LEN_SHIFT = 10
 FOLD_SHIFT = 12
 
 #: Contraction letters and their FOLD ids (1-based, stored in bits 12..15).
