@@ -12,8 +12,9 @@ What is read, and how it maps onto a :class:`~algorithms.vocabulary.Vocabulary`:
 * ``model.vocab`` / ``model.merges`` (``"a b"`` strings or ``["a", "b"]`` lists);
 * ``model.ignore_merges`` -> ``whole_piece_lookup`` (HF emits a pre-tokenized piece
   that is a token as is; without it HF always runs the merges);
-* ``added_tokens`` -> ``special_tokens`` (HF matches every added token in the text
-  before pre-tokenizing; ids that are also model tokens are excluded from BPE);
+* ``added_tokens`` -> ``special_tokens``: those marked ``special`` and those the model
+  vocabulary lacks (HF matches them in the text before pre-tokenizing, so a model
+  token that is also a special token is excluded from BPE);
 * ``pre_tokenizer``: a ``Split`` regex (+ ``ByteLevel(use_regex=false)``) becomes the
   ``pattern`` (the name from ``algorithms.patterns`` when it is a known one); a bare
   ``ByteLevel(use_regex=true)`` is the GPT-2 pattern;
@@ -209,6 +210,8 @@ def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Voca
             raise VocabularyError(f"{path}: added token {entry!r} needs a 'content' string and an integer 'id'")
         if token_id in added and added[token_id] != content:
             raise VocabularyError(f"{path}: duplicate id {token_id} in added_tokens ({added[token_id]!r}, {content!r})")
+        if not entry.get("special", False) and by_id.get(token_id) is not None:
+            continue  # an ordinary model token that is also listed as added: BPE produces it
         added[token_id] = content
     merges = [_merge_pair(path, index, merge) for index, merge in enumerate(model.get("merges") or [])]
     return byte_level_vocabulary(
