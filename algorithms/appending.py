@@ -37,12 +37,23 @@ Both are exact (equal to ``naive`` on the current text). The registered encoders
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
+from .compiled import compile_vocabulary
 from .encoder import Encoder
-from .matching import as_byte_array, build_matcher, check_encodable
+from .errors import BpebenchError
+from .matching import Trie, as_byte_array, build_matcher, check_encodable
 from .registry import register_encoder
 from .table import extend_last_tokens, unwind
 from .vocabulary import Vocabulary
+
+
+@njit(cache=True)
+def _extend(cells, rows, pairs, data, lo, hi, last, counts, buf, leftward):
+    """Fill the table for positions ``lo+1 .. hi``; return the count at ``hi``. Plain array
+    arguments keep numba's per-call dispatch cheap (a push of one byte is mostly this call)."""
+    extend_last_tokens(Trie(cells), rows, pairs, data, 0, lo, hi, last, counts, buf, leftward)
+    return counts[hi]
 
 
 class _IncrementalTable:
@@ -52,8 +63,11 @@ class _IncrementalTable:
 
     def __init__(self, vocabulary: Vocabulary, *, capacity: int = 256) -> None:
         self.vocabulary = vocabulary
-        self._matcher = build_matcher(vocabulary)
-        self._trie = self._matcher.forward if self._leftward else self._matcher.backward
+        self._matcher = m = build_matcher(vocabulary)
+        self._cells = (m.forward if self._leftward else m.backward).cells
+        self._rows, self._pairs = m.rows, m.pairs
+        byte_token = compile_vocabulary(vocabulary).byte_token
+        self._byte_ok = (byte_token >= 0).tolist()
         self._data = np.empty(max(capacity, 1), dtype=np.uint8)
         self._last = np.empty(len(self._data) + 1, dtype=np.int32)
         self._counts = np.zeros(len(self._data) + 1, dtype=np.int32)
@@ -75,27 +89,29 @@ class _IncrementalTable:
             setattr(self, name, new)
 
     def _extend(self, data) -> int:
-        if isinstance(data, int):
-            if not 0 <= data < 256:
-                from .errors import BpebenchError
-
+        lo = self._len
+        if isinstance(data, int):  # the one-byte fast path: no array, no scan
+            if not (0 <= data < 256 and self._byte_ok[data]):
+                if 0 <= data < 256:
+                    check_encodable(self.vocabulary, np.array([data], dtype=np.uint8))
                 raise BpebenchError(f"cannot push {data}: a byte is 0..255")
-            arr = np.array([data], dtype=np.uint8)
+            if lo + 1 > len(self._data):
+                self._grow(lo + 1)
+            self._data[lo] = data
+            k = 1
         else:
             arr = as_byte_array(data)
-        k = len(arr)
-        if k == 0:
-            return int(self._counts[self._len])
-        check_encodable(self.vocabulary, arr)
-        lo = self._len
-        if lo + k > len(self._data):
-            self._grow(lo + k)
-        self._data[lo : lo + k] = arr[::-1] if self._leftward else arr
-        m = self._matcher
-        extend_last_tokens(self._trie, m.rows, m.pairs, self._data, 0, lo, lo + k,
-                           self._last, self._counts, self._buf, self._leftward)
+            k = len(arr)
+            if k == 0:
+                return int(self._counts[lo])
+            check_encodable(self.vocabulary, arr)
+            if lo + k > len(self._data):
+                self._grow(lo + k)
+            self._data[lo : lo + k] = arr[::-1] if self._leftward else arr
+        count = _extend(self._cells, self._rows, self._pairs, self._data, lo, lo + k,
+                        self._last, self._counts, self._buf, self._leftward)
         self._len = lo + k
-        return int(self._counts[lo + k])
+        return count
 
     def token_count(self) -> int:
         """Exact token count of the current text. O(1)."""
