@@ -46,7 +46,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     if start >= end:
         return n_out
     forward, next_prefix = matcher.forward, matcher.next_prefix
-    rows, pairs = matcher.rows, matcher.pairs
+    rows, pairs, pair_filter = matcher.rows, matcher.pairs, matcher.pair_filter
     first = n_out
     pos = start
     token = longest_match(forward, data, pos, end)
@@ -54,7 +54,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
         last = out[n_out - 1] if n_out > first else -1
         while True:
             stop = pos + rows[token, 3]
-            if dead[stop] == 0 and (last < 0 or pair_compatible(rows, pairs, last, token)):
+            if dead[stop] == 0 and (last < 0 or pair_compatible(rows, pairs, pair_filter, last, token)):
                 out[n_out] = token
                 n_out += 1
                 pos = stop

@@ -67,13 +67,13 @@ def heap_piece(matcher, pair_keys, pair_vals, byte_token, data, start, end, toke
     ``3 * (end - start)`` slots."""
     if start >= end:
         return n_out
-    rows, pairs = matcher.rows, matcher.pairs
+    rows, pairs, pair_filter = matcher.rows, matcher.pairs, matcher.pair_filter
     size = 0
     for i in range(start, end):
         token[i] = byte_token[data[i]]
         prev[i] = i - 1
     for i in range(start, end - 1):
-        r = merge_rank(pairs, token[i], token[i + 1])
+        r = merge_rank(pairs, pair_filter, token[i], token[i + 1])
         if r >= 0:
             heap[size] = (r << _POS_BITS) | i
             size += 1
@@ -93,7 +93,7 @@ def heap_piece(matcher, pair_keys, pair_vals, byte_token, data, start, end, toke
         if j >= end:
             continue
         right = token[j]
-        if merge_rank(pairs, left, right) != (top >> _POS_BITS):
+        if merge_rank(pairs, pair_filter, left, right) != (top >> _POS_BITS):
             continue
         merged = pair_lookup(pair_keys, pair_vals, left, right)
         token[i] = merged
@@ -101,12 +101,12 @@ def heap_piece(matcher, pair_keys, pair_vals, byte_token, data, start, end, toke
         k = j + rows[right, 3]
         if k < end:
             prev[k] = i
-            r = merge_rank(pairs, merged, token[k])
+            r = merge_rank(pairs, pair_filter, merged, token[k])
             if r >= 0:
                 size = _push(heap, size, (r << _POS_BITS) | i)
         if i > start:
             h = prev[i]
-            r = merge_rank(pairs, token[h], merged)
+            r = merge_rank(pairs, pair_filter, token[h], merged)
             if r >= 0:
                 size = _push(heap, size, (r << _POS_BITS) | h)
     i = start

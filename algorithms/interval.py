@@ -112,11 +112,13 @@ class IntervalEncoding:
         buf = np.empty(max(m.max_token_len, 1), dtype=np.int32)
         self._last = np.empty(n + 1, dtype=np.int32)
         self._counts = np.zeros(n + 1, dtype=np.int32)
-        extend_last_tokens(m.backward, m.rows, m.pairs, arr, 0, 0, n, self._last, self._counts, buf, False)
+        extend_last_tokens(m.backward, m.rows, m.pairs, m.pair_filter, arr, 0, 0, n,
+                           self._last, self._counts, buf, False)
         reverse = np.ascontiguousarray(arr[::-1])
         self._first_rev = np.empty(n + 1, dtype=np.int32)
         scount_rev = np.zeros(n + 1, dtype=np.int32)
-        extend_last_tokens(m.forward, m.rows, m.pairs, reverse, 0, 0, n, self._first_rev, scount_rev, buf, True)
+        extend_last_tokens(m.forward, m.rows, m.pairs, m.pair_filter, reverse, 0, 0, n,
+                           self._first_rev, scount_rev, buf, True)
         self._q = np.empty(n + 1, dtype=np.int32)
         self._r = np.empty(n + 1, dtype=np.int32)
         self._scount = np.empty(n + 1, dtype=np.int32)

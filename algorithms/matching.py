@@ -27,8 +27,10 @@ A :class:`Matcher` holds two tries and four tables:
 * ``next_prefix[t]``: the longest token that is a proper prefix of ``t`` (-1 if none);
 * ``next_suffix[t]``: the longest token that is a proper suffix of ``t`` (-1 if none);
 * ``max_token_len``;
-* ``rows`` / ``pairs``: the merge tables of ``Tables`` packed for cache locality
-  (one int32 row per token, one int64 per merge), read by ``pair_compatible``.
+* ``rows`` / ``pairs`` / ``pair_filter``: the merge tables of ``Tables`` packed for
+  cache locality (one int32 row per token, one int64 per merge, and a bit filter
+  that rules out most non-merging pairs without touching the table), read by
+  ``pair_compatible``.
 
 Which tokens are indexed: exactly the ones BPE can produce, i.e. ``Tables.priority
 < NEVER`` (``vocab.excluded`` ids and unreachable multi-byte tokens are left out,
@@ -41,7 +43,7 @@ numba functions (all exact; ``d`` is the depth walked, at most ``max_token_len``
 * ``prefix_matches(trie, data, pos, end, out) -> k``         all tokens that are prefixes of ``data[pos:end]``, shortest first, into ``out[:k]``; O(d)
 * ``longest_suffix_match(backward, data, start, end) -> token | -1``  longest token that is a suffix of ``data[start:end]``; O(d)
 * ``suffix_matches(backward, data, start, end, out) -> k``   all tokens that are suffixes of ``data[start:end]``, shortest first; O(d)
-* ``pair_compatible(rows, pairs, a, b) -> bool``            same answer as ``compiled.compatible``, fewer cache misses
+* ``pair_compatible(rows, pairs, pair_filter, a, b) -> bool`` same answer as ``compiled.compatible``, fewer cache misses
 
 Building is O(total token bytes) after a lexicographic sort of the tokens
 (about 1 s for o200k, mostly the sort and the numba calls).
@@ -83,6 +85,7 @@ class Matcher(NamedTuple):
     max_token_len: int
     rows: np.ndarray  # int32[n_tokens, 4]: priority rank, split_left, split_right, token_len
     pairs: np.ndarray  # int64[cap]: (left << 42 | right << 21 | rank of the merge's priority), -1 empty
+    pair_filter: np.ndarray  # uint64[2**16]: a 4-Mbit one-hash filter of the pairs that merge
 
     def longest_match(self, data: bytes, pos: int = 0) -> int:
         """Python convenience: the longest token that is a prefix of ``data[pos:]`` (-1 if none)."""
@@ -353,13 +356,15 @@ def build_matcher(vocab) -> Matcher:
     backward, next_suffix = _build_trie(vocab.tokens, ids, tables, reverse=True)
     max_len = int(tables.token_len[ids].max()) if len(ids) else 0
     rows, pairs = _pack_merges(tables)
-    matcher = Matcher(forward, backward, next_prefix, next_suffix, max_len, rows, pairs)
+    matcher = Matcher(forward, backward, next_prefix, next_suffix, max_len, rows, pairs, _pair_filter(pairs))
     vocab._matcher = matcher
     return matcher
 
 
 # ----------------------------------------------------------------------------- packed merges
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_FILTER_BITS = 22  # 512 kB: stays in L2 while the pair table (MBs) does not
+_FILTER_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
 _ID_BITS = 21  # token ids and priority ranks must fit: 2M tokens
 _ID_MASK = np.int64((1 << _ID_BITS) - 1)
 
@@ -384,6 +389,24 @@ def _fill_pairs(split_left, split_right, rank, capacity):
     return pairs
 
 
+@njit(cache=True, inline="always")
+def _filter_bit(key):
+    return np.int64((np.uint64(key) * _FILTER_MULTIPLIER) >> np.uint64(64 - _FILTER_BITS))
+
+
+@njit(cache=True)
+def _pair_filter(pairs):
+    """Most pairs probed by a compatibility check never merge; this bit set answers
+    "no merge" for them from L2 instead of a cache miss in the table (one bit per
+    merge; ~5% false positives on o200k)."""
+    bits = np.zeros(1 << (_FILTER_BITS - 6), dtype=np.uint64)
+    for entry in pairs:
+        if entry != -1:
+            b = _filter_bit(entry >> _ID_BITS)
+            bits[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    return bits
+
+
 def _pack_merges(tables) -> tuple[np.ndarray, np.ndarray]:
     """One row per token and one int64 per merge, so that a compatibility check reads
     about three cache lines per step instead of eight (``Tables`` keeps each field in
@@ -406,9 +429,12 @@ def _pack_merges(tables) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, inline="always")
-def merge_rank(pairs, left, right):
+def merge_rank(pairs, pair_filter, left, right):
     """The priority rank of the merge ``left right``, or -1 when the pair never merges."""
     key = (np.int64(left) << _ID_BITS) | np.int64(right)
+    bit = _filter_bit(key)
+    if (pair_filter[bit >> 6] >> np.uint64(bit & 63)) & np.uint64(1) == 0:
+        return np.int64(-1)
     mask = len(pairs) - 1
     slot = _pair_slot(key, mask)
     while True:
@@ -421,12 +447,12 @@ def merge_rank(pairs, left, right):
 
 
 @njit(cache=True)
-def pair_compatible(rows, pairs, a, b):
+def pair_compatible(rows, pairs, pair_filter, a, b):
     """``algorithms.compiled.compatible`` over the packed layout (same walk, same answer):
     True iff the tokens ``a b`` are the BPE encoding of their concatenated bytes."""
     limit = np.int64(1) << 40
     while True:
-        p = merge_rank(pairs, a, b)
+        p = merge_rank(pairs, pair_filter, a, b)
         if p >= 0 and p < limit:
             return False
         a_base = rows[a, 1] < 0

@@ -35,7 +35,7 @@ from .vocabulary import Vocabulary
 
 
 @njit(cache=True)
-def extend_last_tokens(trie, rows, pairs, data, start, lo, hi, last, counts, buf, leftward):
+def extend_last_tokens(trie, rows, pairs, pair_filter, data, start, lo, hi, last, counts, buf, leftward):
     """Fill ``last[p]`` and ``counts[p]`` for ``p`` in ``lo+1 .. hi``, the last token and the
     token count of the valid encoding of ``data[start:p]``; entries ``start .. lo`` must be
     filled already (``counts[start] == 0``).
@@ -57,9 +57,9 @@ def extend_last_tokens(trie, rows, pairs, data, start, lo, hi, last, counts, buf
                 break
             before = last[q]
             if leftward:
-                ok = pair_compatible(rows, pairs, token, before)
+                ok = pair_compatible(rows, pairs, pair_filter, token, before)
             else:
-                ok = pair_compatible(rows, pairs, before, token)
+                ok = pair_compatible(rows, pairs, pair_filter, before, token)
             if ok:
                 last[p] = token
                 counts[p] = counts[q] + 1
@@ -96,8 +96,8 @@ def table_pieces(matcher, data, offsets, out, count_only):
         if start == end:
             continue
         counts[start] = 0
-        extend_last_tokens(matcher.backward, matcher.rows, matcher.pairs, data, start, start, end,
-                           last, counts, buf, False)
+        extend_last_tokens(matcher.backward, matcher.rows, matcher.pairs, matcher.pair_filter,
+                           data, start, start, end, last, counts, buf, False)
         if count_only:
             n_out += counts[end]
         else:

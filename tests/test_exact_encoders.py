@@ -218,4 +218,4 @@ def test_packed_compatibility_equals_compiled(vocab_name):
     # splits of tokens are the pairs most likely to be incompatible
     pairs += [(int(tables.split_left[t]), int(tables.split_right[t])) for t in ids[-500:] if tables.split_left[t] >= 0]
     for a, b in pairs:
-        assert bool(pair_compatible(m.rows, m.pairs, a, b)) == is_compatible(tables, a, b), (a, b)
+        assert bool(pair_compatible(m.rows, m.pairs, m.pair_filter, a, b)) == is_compatible(tables, a, b), (a, b)
