@@ -98,6 +98,8 @@ def _measure(args, out: Path) -> int:
         load_vocabulary(name)
     algorithms = _names(args.algorithms)
     select_encoders(algorithms)
+    corpora = _names(args.corpora)
+    _check_corpora(corpora)
     stages = _names(args.stages)
     if stages:
         unknown = [s for s in stages if s not in stage_names()]
@@ -110,7 +112,7 @@ def _measure(args, out: Path) -> int:
     if args.resume and not store.has_results():
         print(f"nothing to resume in {out}: starting a new run", file=sys.stderr)
     ctx = RunContext(plan=plan, store=store, vocab_names=vocabs, algorithms=algorithms, peers=_names(args.peers),
-                     corpora=_names(args.corpora), quiet=args.quiet)
+                     corpora=corpora, quiet=args.quiet)
     started = time.perf_counter()
     try:
         run_sweep(ctx, stages=stages, resume=args.resume)
@@ -121,6 +123,22 @@ def _measure(args, out: Path) -> int:
         return 130
     print(f"measured in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return _render(args, out)
+
+
+def _check_corpora(names: list[str] | None) -> None:
+    """Every name must be a registered corpus or an existing file / directory."""
+    if not names:
+        return
+    try:
+        from corpora import names as corpus_names
+    except ImportError:
+        return
+    known = corpus_names()
+    for name in names:
+        if name not in known and not Path(name).exists():
+            from algorithms.errors import UnknownNameError
+
+            raise UnknownNameError("corpus", name, known)
 
 
 def _render(args, out: Path) -> int:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import importlib
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from algorithms.vocabulary import Vocabulary
 
-TEXT_CATEGORIES = ("natural", "code", "random")
+#: categories of ordinary text (``user``: files or directories given by path with ``--corpora``)
+TEXT_CATEGORIES = ("natural", "code", "random", "user")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,15 @@ def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_catego
     sources = []
     for category in categories:
         chosen = []
+        if category == "user":
+            known = set(registry.names())
+            for name in wanted or []:
+                if name not in known:
+                    source = _user_source(registry, name)
+                    if keep is None or keep(source):
+                        chosen.append(source)
+            sources.extend(chosen)
+            continue
         for name in registry.names(category):
             if wanted and name not in wanted:
                 continue
@@ -97,6 +108,20 @@ def _registry_source(registry, name: str, vocab: Vocabulary) -> Source:
         return _at_least(value, size) if "size" not in params else value
 
     return Source(name, spec.category, text, spec.description, spec.why_hard, spec.kind)
+
+
+def _user_source(registry, path: str) -> Source:
+    """A file or directory given by path: its bytes (UTF-8, undecodable bytes replaced), repeated to size."""
+    if not Path(path).exists():
+        from algorithms.errors import UnknownNameError
+
+        raise UnknownNameError("corpus", path, registry.names())
+
+    def text(size: int) -> str:
+        data = registry.read_user_corpus(path)
+        return _at_least(data.decode("utf-8", "replace"), size)
+
+    return Source(Path(path).name, "user", text, f"user corpus {path}")
 
 
 def _is_builtin(name: str) -> bool:

@@ -66,7 +66,7 @@ QUICK = SweepPlan(
     corpora_per_category=1,
     repeats=5,
     budget_s=0.4,
-    cap_s=1.5,
+    cap_s=3.0,
 )
 
 FULL = SweepPlan(

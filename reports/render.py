@@ -259,7 +259,9 @@ def _runtime_section(report: Report, stage: str, intro: str, note_key: str) -> s
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(text))[:60] or "x"
+    """A file-name-safe form (the last path component of a vocabulary or corpus given by path)."""
+    text = Path(str(text)).name if "/" in str(text) else str(text)
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:60] or "x"
 
 
 #: corpora per throughput table (three metrics each keep a table within the page width)

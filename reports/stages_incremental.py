@@ -56,7 +56,11 @@ def incremental_tasks(ctx: RunContext) -> list[Task]:
         if not capable:
             ctx.note("incremental", "no registered encoder declares the 'appending' or 'prepending' capability")
             continue
-        source = ctx.sources(vocab_name, TEXT_CATEGORIES)[0]
+        sources = ctx.sources(vocab_name, TEXT_CATEGORIES)
+        if not sources:
+            ctx.note("incremental", f"{vocab_name}: no text corpus selected")
+            continue
+        source = sources[0]
         data = ctx.data(vocab_name, source, sizes[-1])
         for subject, capability in capable:
             factory, grow, operation = GROWING[capability]
@@ -87,7 +91,11 @@ def interval_tasks(ctx: RunContext) -> list[Task]:
         if not capable:
             ctx.note("interval", "no registered encoder declares the 'interval' capability")
             continue
-        source = ctx.sources(vocab_name, TEXT_CATEGORIES)[0]
+        sources = ctx.sources(vocab_name, TEXT_CATEGORIES)
+        if not sources:
+            ctx.note("interval", f"{vocab_name}: no text corpus selected")
+            continue
+        source = sources[0]
         data = ctx.data(vocab_name, source, plan.interval_text_bytes)
         lengths = [n for n in sorted(plan.interval_lengths) if n <= len(data)]
         baseline = _baseline(ctx, vocab_name)

@@ -40,7 +40,8 @@ def _timing_key(stage_name: str, vocab: str, subject: Subject | str, kind: str, 
 
 def predicted_seconds(points: list[tuple[int, float]], size: int) -> float:
     """Extrapolate the cost at ``size`` from measured (size, seconds) points of the same series:
-    the slope of the last two points (clamped to [1, 2.5]), else quadratic."""
+    the slope of the last two points clamped to [1, 2] (slopes between small sizes are noisy; the
+    encoders worth stopping are quadratic), else quadratic."""
     if not points:
         return 0.0
     points = sorted(points)
@@ -49,7 +50,7 @@ def predicted_seconds(points: list[tuple[int, float]], size: int) -> float:
     if len(points) >= 2:
         (s0, t0) = points[-2]
         if s1 > s0 > 0 and t1 > 0 and t0 > 0:
-            exponent = min(max(math.log(t1 / t0) / math.log(s1 / s0), 1.0), 2.5)
+            exponent = min(max(math.log(t1 / t0) / math.log(s1 / s0), 1.0), 2.0)
     return t1 * (size / max(s1, 1)) ** exponent
 
 

@@ -1,0 +1,305 @@
+"""Tests of ``reports``: the result store, timing helpers, the sweep end to end (interrupted with
+SIGINT, resumed, rendered and looked at in headless Chromium), asv import and run comparison.
+
+The end-to-end test runs ``bpebench report`` on the seed paper's dictionary (``a b c ab cb ac bb
+cbb acbb`` after the 256 single bytes) with a mutant that is greedy but declares itself exact:
+on ``cbbb`` greedy gives ``cbb b`` while BPE gives ``cb bb`` (worked by hand in the docstring of
+``test_seed_dictionary_greedy_differs``), so the report must call the mutant out.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reports.analysis import fit_exponent
+from reports.compare import compare_dirs
+from reports.render import SECTIONS
+from reports.stages_timing import predicted_seconds
+from reports.store import ResultStore
+from reports.timing import measure
+
+SEED_MERGES = [b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
+
+# Registers a mutant (greedy, declared exact) before running the CLI, in a child process so the
+# registry of the test process stays clean.
+DRIVER = """
+import sys
+from algorithms.registry import register_encoder
+from properties.mutants import GreedyPosingAsExact
+
+
+class PosingExact(GreedyPosingAsExact):
+    name = "posing_exact"
+    summary = "test mutant: leftmost-longest declared exact"
+
+
+register_encoder(PosingExact)
+from bpebench.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _write_seed_vocabulary(path: Path) -> Path:
+    tokens = [bytes([b]) for b in range(256)] + SEED_MERGES
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {rank}\n" for rank, t in enumerate(tokens)))
+    return path
+
+
+def _rows(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _environment(tmp: Path) -> dict:
+    env = dict(os.environ)
+    env["BPEBENCH_CACHE"] = str(tmp / "cache")
+    env.pop("BPEBENCH_DEBUG", None)
+    return env
+
+
+# ----------------------------------------------------------------------------- small pieces
+def test_seed_dictionary_greedy_differs():
+    """BPE on ``cbbb``: pairs cb(257) bb(259) bb(259) -> merge cb -> ``cb b b``; then bb(259) beats
+    cbb(260) -> ``cb bb``; ``cbbb`` is no token, so it stops. Greedy takes ``cbb`` then ``b``."""
+    from algorithms.naive import bpe_reference
+    from algorithms.vocabulary import Vocabulary
+    from properties.mutants import GreedyPosingAsExact
+
+    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + SEED_MERGES, name="seed")
+    assert [vocab.tokens[t] for t in bpe_reference(vocab, b"cbbb")] == [b"cb", b"bb"]
+    assert [vocab.tokens[t] for t in GreedyPosingAsExact(vocab).encode(b"cbbb")] == [b"cbb", b"b"]
+
+
+def test_fit_exponent_recovers_power_laws():
+    sizes = [100, 1_000, 10_000, 100_000]
+    assert fit_exponent(sizes, [3e-6 * (n / 100) for n in sizes]) == pytest.approx(1.0)
+    assert fit_exponent(sizes, [2e-6 * (n / 100) ** 2 for n in sizes]) == pytest.approx(2.0)
+    # a fixed overhead dominating the smallest size is left out of the fit
+    assert fit_exponent(sizes, [1e-3, 1e-4, 1e-3, 1e-2]) == pytest.approx(1.0)
+    assert fit_exponent([100], [1e-3]) is None
+
+
+def test_predicted_seconds_extrapolates_and_clamps():
+    assert predicted_seconds([], 1000) == 0.0
+    assert predicted_seconds([(100, 1.0)], 1000) == pytest.approx(100.0)  # one point: quadratic
+    assert predicted_seconds([(100, 1.0), (1000, 10.0)], 10_000) == pytest.approx(100.0)  # slope 1
+    assert predicted_seconds([(100, 1.0), (1000, 1e4)], 10_000) == pytest.approx(1e6)  # slope 4 -> 2
+    assert predicted_seconds([(100, 1.0), (1000, 0.5)], 10_000) == pytest.approx(5.0)  # slope < 1 -> 1
+
+
+def test_measure_warms_up_and_returns_the_result():
+    calls = []
+
+    def work():
+        calls.append(1)
+        return len(calls)
+
+    timing = measure(work, warmup=2, repeats=5, budget_s=0.01)
+    assert 1 <= timing.repeats <= 5
+    assert len(calls) >= 2 + timing.repeats  # warm-up calls are not samples
+    assert timing.result == len(calls)
+    assert min(timing.samples) <= timing.q1 <= timing.median <= timing.q3 <= max(timing.samples)
+
+
+def test_store_appends_resumes_and_restarts(tmp_path):
+    store = ResultStore(tmp_path)
+    store.create(resume=False)
+    row = {"stage": "scaling", "vocab": "v", "subject": "s", "kind": "encoder", "corpus": "c",
+           "operation": "encode_raw", "size_bytes": 100, "median_s": 0.5}
+    store.append("timings.csv", row)
+    assert store.done("timings.csv", {**row, "median_s": 9.0})  # the key, not the value, identifies a row
+    assert not store.done("timings.csv", {**row, "size_bytes": 1000})
+    again = ResultStore(tmp_path)
+    again.create(resume=True)
+    assert again.done("timings.csv", row)
+    assert again.frame("timings.csv")["median_s"].tolist() == [0.5]
+    fresh = ResultStore(tmp_path)
+    fresh.create(resume=False)
+    assert fresh.frame("timings.csv").empty
+    with pytest.raises(ValueError):
+        store.append("timings.csv", {"unknown_column": 1})
+
+
+# ----------------------------------------------------------------------------- end to end
+def _wait_for_rows(path: Path, proc: subprocess.Popen, minimum: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            n = len(_rows(path))
+            if n >= minimum:
+                return n
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    return len(_rows(path)) if path.exists() else 0
+
+
+def test_report_interrupt_resume_render_in_chromium(tmp_path):
+    from reports.browser import find_chromium, inspect_page
+
+    vocab = _write_seed_vocabulary(tmp_path / "seed.tiktoken")
+    corpus = tmp_path / "seed-text.txt"
+    corpus.write_text("abacbb cbbb abacb bbcb acbb cbbb ab " * 40)
+    out = tmp_path / "report"
+    args = [sys.executable, "-c", DRIVER, "report", "--preset", "tiny", "--vocab", str(vocab),
+            "--algorithms", "backtracking,posing_exact", "--corpora", f"{corpus},run-char", "--out", str(out)]
+    env = _environment(tmp_path)
+
+    proc = subprocess.Popen(args + ["--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        seen = _wait_for_rows(out / "timings.csv", proc, minimum=3, timeout=120)
+        assert proc.poll() is None, f"the run ended before it could be interrupted: {proc.communicate()}"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "--resume" in stderr
+    kept = _rows(out / "timings.csv")
+    assert len(kept) >= seen >= 3  # everything measured before the interrupt is on disk
+    assert not (out / "index.html").exists()
+
+    done = subprocess.run(args + ["--resume", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    timings = _rows(out / "timings.csv")
+    keys = [(r["stage"], r["vocab"], r["subject"], r["corpus"], r["operation"], r["size_bytes"]) for r in timings]
+    assert len(keys) == len(set(keys))  # resumed, not redone
+    assert kept == timings[: len(kept)]  # the rows from before the interrupt were kept as they were
+
+    # every registered encoder asked for, and every peer that says it supports the vocabulary, was measured
+    from algorithms.loaders import load_path
+    from algorithms.peers import peer_status
+
+    expected_peers = {name for name, ok, _ in peer_status(load_path(vocab)) if ok}
+    subjects = {r["subject"] for r in timings}
+    assert {"backtracking", "posing_exact"} <= subjects
+    assert expected_peers <= subjects
+    assert {r["stage"] for r in timings} >= {"load", "scaling", "throughput", "worst_case"}
+
+    # correctness: the exact encoder agrees everywhere, the mutant is caught on the cbbb text
+    agreement = _rows(out / "agreement.csv")
+    for r in agreement:
+        if r["subject"] == "backtracking":
+            assert r["exact_matches"] == r["inputs"], r
+    caught = [r for r in agreement if r["subject"] == "posing_exact" and int(r["exact_matches"]) < int(r["inputs"])]
+    assert any(r["corpus"] == corpus.name for r in caught)
+    page = (out / "index.html").read_text()
+    assert "Declared exact but differs from naive" in page
+    conformance = _rows(out / "conformance.csv")
+    assert {r["subject"] for r in conformance} >= {"backtracking", "posing_exact"}
+    assert all(r["status"] != "FAIL" for r in conformance if r["subject"] == "backtracking")
+
+    # the page, as a browser sees it: every section there, every image loaded
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium); page not inspected")
+    seen_page = inspect_page(out / "index.html")
+    assert [s["id"] for s in seen_page["sections"]] == [sid for sid, _ in SECTIONS]
+    assert all(s["text"] > 0 for s in seen_page["sections"])
+    images = seen_page["images"]
+    charts = {img["src"].split("-")[0] for img in images}
+    assert {"scaling", "throughput", "worst_case"} <= charts
+    assert all(img["width"] > 0 for img in images), images
+    # ... and the probe does see a missing image
+    (out / images[0]["src"]).unlink()
+    assert inspect_page(out / "index.html")["images"][0]["width"] == 0
+
+
+# ----------------------------------------------------------------------------- asv import, compare, CLI errors
+def _asv_results(root: Path) -> Path:
+    """A minimal asv results tree in asv's format (results version 2) with one parameterised timing."""
+    machine = root / "box"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text(json.dumps({"machine": "box", "cpu": "Test CPU", "num_cpu": "4",
+                                                      "ram": "8388608", "os": "Linux", "version": 1}))
+    (root / "benchmarks.json").write_text(json.dumps({
+        "bench_scaling.Scaling.time_encode": {"param_names": ["vocab", "encoder", "size"], "unit": "seconds"},
+        "bench_load.Load.peakmem_load": {"param_names": ["vocab"], "unit": "bytes"},
+        "version": 2}))
+    result = {
+        "commit_hash": "0123456789abcdef", "env_name": "existing-py", "date": 1760000000000,
+        "params": {"machine": "box"}, "python": "3.11", "requirements": {"numba": "0.60"}, "env_vars": {},
+        "result_columns": ["result", "params", "version", "started_at", "duration", "stats_ci_99_a",
+                           "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat"],
+        "results": {
+            "bench_scaling.Scaling.time_encode": [
+                [1e-4, 1e-3, 2e-4, None],
+                [["'o200k_base'"], ["'backtracking'", "'tiktoken'"], ["100", "1000"]],
+                "v1", None, None, None, None, [0.9e-4, 0.9e-3, 1.9e-4, None], [1.1e-4, 1.1e-3, 2.1e-4, None],
+                None, [10, 10, 10, None]],
+            "bench_load.Load.peakmem_load": [[123456], [["'o200k_base'"]], "v1"],
+        },
+        "durations": {}, "version": 2,
+    }
+    (machine / "0123456789ab-existing-py.json").write_text(json.dumps(result))
+    return root
+
+
+def test_from_asv_maps_parameters(tmp_path):
+    from reports.asv_import import import_asv
+    from reports.render import render
+
+    n = import_asv(_asv_results(tmp_path / "asv"), tmp_path / "out")
+    rows = ResultStore(tmp_path / "out").frame("timings.csv")
+    assert n == 4 and len(rows) == 4  # peakmem is not a timing
+    measured = rows[rows["median_s"].notna()].sort_values(["subject", "size_bytes"])
+    assert measured[["stage", "vocab", "subject", "kind", "size_bytes"]].values.tolist() == [
+        ["scaling", "o200k_base", "backtracking", "encoder", 100],
+        ["scaling", "o200k_base", "backtracking", "encoder", 1000],
+        ["scaling", "o200k_base", "tiktoken", "peer", 100],
+    ]
+    assert measured["median_s"].tolist() == [1e-4, 1e-3, 2e-4]
+    assert rows["note"].str.startswith("skipped").sum() == 1  # asv's None: not run
+    page = render(tmp_path / "out").read_text()
+    assert "Test CPU" in page and "n<sup>1.00</sup>" in page  # backtracking: 10x input, 10x time
+
+
+def _timing(stage, subject, size, median, low, high):
+    return {"stage": stage, "vocab": "v", "subject": subject, "kind": "encoder", "corpus": "c",
+            "operation": "encode_raw", "size_bytes": size, "median_s": median, "q1_s": low, "q3_s": high}
+
+
+def test_compare_flags_only_clear_changes(tmp_path):
+    from bpebench.cli import main
+
+    old, new = ResultStore(tmp_path / "old"), ResultStore(tmp_path / "new")
+    for store in (old, new):
+        store.create(resume=False)
+    old.append("timings.csv", _timing("scaling", "slow", 100, 1.0, 0.95, 1.05))
+    new.append("timings.csv", _timing("scaling", "slow", 100, 2.0, 1.9, 2.1))  # 2x, clear
+    old.append("timings.csv", _timing("scaling", "noisy", 100, 1.0, 0.5, 2.0))
+    new.append("timings.csv", _timing("scaling", "noisy", 100, 1.5, 0.8, 2.5))  # 1.5x but ranges overlap
+    old.append("timings.csv", _timing("scaling", "quick", 100, 1.0, 0.95, 1.05))
+    new.append("timings.csv", _timing("scaling", "quick", 100, 0.5, 0.45, 0.55))  # 2x faster
+    new.append("timings.csv", _timing("scaling", "only_new", 100, 1.0, 1.0, 1.0))
+    result = compare_dirs(old.directory, new.directory, threshold=1.25)
+    flags = dict(zip(result.timings["subject"], result.timings["flag"]))
+    assert flags == {"slow": "slower", "noisy": "", "quick": "faster"}
+    assert result.regressions == 1
+    assert main(["report", "--compare", str(old.directory), str(new.directory)]) == 1
+    assert (new.directory / "compare.html").exists()
+
+
+def test_cli_user_mistakes_are_one_line(tmp_path, capsys):
+    from bpebench.cli import main
+
+    assert main(["report", "--render-only", "--out", str(tmp_path / "empty")]) == 2
+    assert main(["report", "--algorithms", "no_such_encoder", "--out", str(tmp_path / "x")]) == 2
+    assert main(["report", "--from-asv", str(tmp_path / "missing"), "--out", str(tmp_path / "y")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("bpebench: error:") for line in err)
+    assert "no_such_encoder" in err[1] and "backtracking" in err[1]  # names the known encoders
