@@ -2,11 +2,11 @@
 
 Everything the suites need is built through the memoised functions below:
 vocabularies, encoders (warmed up, so numba compilation or cache loading is never
-timed), Tokenizers, peers and corpora. Under asv (``ASV=true``) the bench modules
-call :func:`preload` at import; with ``"launch_method": "forkserver"`` (see
-``asv.conf.json``) that happens once in the server process and every benchmark
-forks from it, so a benchmark's ``setup`` only looks things up. Set
-``BPEBENCH_NO_PRELOAD=1`` to skip it.
+timed), Tokenizers, peers and corpora. The bench modules call :func:`preload` at
+import; it does the work only in asv's fork server (``"launch_method":
+"forkserver"`` in ``asv.conf.json``), which imports the modules once and forks
+every benchmark from itself, so a benchmark's ``setup`` only looks things up
+instead of paying seconds of vocabulary loading and table building.
 
 Implementations are named uniformly in parameters:
 
@@ -21,6 +21,7 @@ Unsupported combinations raise ``NotImplementedError`` in ``setup`` (asv's "skip
 from __future__ import annotations
 
 import os
+import sys
 from typing import Callable
 
 import corpora
@@ -203,8 +204,12 @@ def text(name: str, size: int | None = None, **params) -> str:
 
 # ----------------------------------------------------------------------------- preloading
 def preloading() -> bool:
-    """True under asv (``ASV=true``) unless ``BPEBENCH_NO_PRELOAD`` is set."""
-    return os.environ.get("ASV") == "true" and not os.environ.get("BPEBENCH_NO_PRELOAD")
+    """True in asv's fork server (``asv/benchmark.py run_server``), whose imports every benchmark
+    process inherits; ``BPEBENCH_PRELOAD=1`` forces it, ``BPEBENCH_PRELOAD=0`` turns it off."""
+    forced = os.environ.get("BPEBENCH_PRELOAD")
+    if forced is not None:
+        return forced == "1"
+    return len(sys.argv) > 1 and sys.argv[1] == "run_server"
 
 
 def preload(vocab: str = VOCAB, *, encoders: list[str] | None = None, raw: bool = True,
