@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from algorithms.chunking import RangeCounter, count_range, count_till_limit, split_at_tokens
 from algorithms.errors import BpebenchError
@@ -19,6 +21,8 @@ from algorithms.registry import make_encoder
 from algorithms.tokenizer import Tokenizer
 from algorithms.vocabulary import Vocabulary
 from properties.oracles import tiktoken_encoding, tiktoken_single_piece
+from properties.strategies import vocabulary_and_input
+from properties.vocabularies import resolve
 
 from test_exact_encoders import SMALL
 
@@ -65,6 +69,18 @@ def test_split_bytes_equals_brute_force(vocab):
         for n in (0, 1, 2, 3, 5, 8, 40):
             expected = brute_split_bytes(data, n, lambda d: len(bpe_reference(vocab, d)))
             assert split_at_tokens(data, n, encoder_or_tokenizer=enc) == expected, (data, n)
+
+
+@settings(deadline=None)
+@given(vocabulary_and_input("random", max_size=40), st.integers(0, 12))
+def test_split_and_limit_on_random_vocabularies(case, n):
+    spec, data = case
+    vocab = resolve(spec)
+    enc = make_encoder("backtracking", vocab)
+    expected = brute_split_bytes(data, n, lambda d: len(bpe_reference(vocab, d)))
+    assert split_at_tokens(data, n, encoder_or_tokenizer=enc) == expected
+    exact = len(bpe_reference(vocab, data))
+    assert count_till_limit(data, n, encoder_or_tokenizer=enc) == (exact if exact <= n else None)
 
 
 def test_split_never_empty_when_a_character_fits():
