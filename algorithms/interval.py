@@ -39,13 +39,15 @@ Exact: every answer equals ``len(naive(data[i:j]))``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from .backtracking import backtrack_piece
 from .encoder import Encoder
 from .errors import BpebenchError
-from .matching import as_byte_array, build_matcher, check_encodable
+from .matching import Trie, as_byte_array, build_matcher, check_encodable
 from .registry import register_encoder
 from .table import extend_last_tokens, unwind
 from .vocabulary import Vocabulary
@@ -69,6 +71,27 @@ def _link(rows, last, first_rev, n, q, r, scount, scount_rev):
     for k in range(n - 1, -1, -1):
         scount[k] = scount_rev[n - k]
         r[k] = k if on_g[k] else r[k + rows[first_rev[n - k], 3]]
+
+
+class _BacktrackingView(NamedTuple):
+    """The fields of a Matcher that ``backtrack_piece`` reads."""
+
+    forward: Trie
+    next_prefix: np.ndarray
+    rows: np.ndarray
+    pairs: np.ndarray
+    pair_filter: np.ndarray
+
+
+@njit(cache=True)
+def _count_slice(cells, next_prefix, rows, pairs, pair_filter, data, i, j, dead, out):
+    """Count ``data[i:j]`` by encoding it. Plain array arguments: numba's dispatch is several
+    times cheaper for them than for the nested Matcher tuple, and short slices are all
+    dispatch."""
+    view = _BacktrackingView(Trie(cells), next_prefix, rows, pairs, pair_filter)
+    n = backtrack_piece(view, data, i, j, dead, out, 0)
+    dead[i : j + 1] = 0
+    return n
 
 
 @njit(cache=True)
@@ -189,9 +212,9 @@ class IntervalEncoding:
         if self._scratch is None or len(self._scratch[1]) < j - i:
             self._scratch = (np.zeros(self.n + 1, dtype=np.uint8), np.empty(max(j - i, 4096), dtype=np.int32))
         dead, out = self._scratch
-        n = backtrack_piece(self._matcher, self.data, i, j, dead, out, 0)
-        dead[i : j + 1] = 0
-        return int(n)
+        m = self._matcher
+        return _count_slice(m.forward.cells, m.next_prefix, m.rows, m.pairs, m.pair_filter,
+                            self.data, i, j, dead, out)
 
     def _slow_encode(self, i: int, j: int) -> list[int]:
         if self._backtracking is None:

@@ -38,12 +38,19 @@ so they are never matched and never appear in ``next_prefix``/``next_suffix``).
 
 numba functions (all exact; ``d`` is the depth walked, at most ``max_token_len``):
 
-* ``child(trie, node, byte) -> node | -1``                   O(1)
-* ``longest_match(trie, data, pos, end) -> token | -1``      longest token that is a prefix of ``data[pos:end]``; O(d)
-* ``prefix_matches(trie, data, pos, end, out) -> k``         all tokens that are prefixes of ``data[pos:end]``, shortest first, into ``out[:k]``; O(d)
-* ``longest_suffix_match(backward, data, start, end) -> token | -1``  longest token that is a suffix of ``data[start:end]``; O(d)
-* ``suffix_matches(backward, data, start, end, out) -> k``   all tokens that are suffixes of ``data[start:end]``, shortest first; O(d)
-* ``pair_compatible(rows, pairs, pair_filter, a, b) -> bool`` same answer as ``compiled.compatible``, fewer cache misses
+* ``child(trie, node, byte) -> node | -1``: one step of a walk; O(1).
+* ``longest_match(trie, data, pos, end) -> token | -1``: the longest token that is
+  a prefix of ``data[pos:end]``; O(d).
+* ``prefix_matches(trie, data, pos, end, out) -> k``: all tokens that are prefixes
+  of ``data[pos:end]``, shortest first, into ``out[:k]``; O(d).
+* ``longest_suffix_match(backward, data, start, end) -> token | -1``: the longest
+  token that is a suffix of ``data[start:end]``; O(d).
+* ``suffix_matches(backward, data, start, end, out) -> k``: all tokens that are
+  suffixes of ``data[start:end]``, shortest first; O(d).
+* ``merge_rank(pairs, pair_filter, left, right) -> rank | -1`` and
+  ``pair_compatible(rows, pairs, pair_filter, a, b) -> bool``: the merge of a pair
+  and the compatibility test, same answers as ``compiled.pair_lookup`` /
+  ``compiled.compatible`` with fewer cache misses; O(1) / O(split depth).
 
 Building is O(total token bytes) after a lexicographic sort of the tokens
 (about 1 s for o200k, mostly the sort and the numba calls).
