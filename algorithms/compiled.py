@@ -21,10 +21,17 @@ Both are exact and linear in the vocabulary size (times the token length).
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+
+if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+    # As plain Python the hashes run on numpy scalars, which warn where compiled code
+    # wraps around silently; the wrap-around is intended (64-bit FNV / splitmix).
+    warnings.filterwarnings("ignore", message="overflow encountered", category=RuntimeWarning)
 
 NEVER = np.int64(2**62)  # priority of tokens BPE never produces
 EMPTY = np.int64(-1)
