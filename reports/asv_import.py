@@ -7,12 +7,16 @@ results format version 2). Parameterised benchmarks hold one value per element
 of the Cartesian product of their parameter lists, in ``itertools.product``
 order; the parameter names come from ``benchmarks.json`` at the results root.
 
-Each timing (``time_*`` benchmarks, unit seconds) becomes one ``timings.csv`` row:
-the stage is guessed from the benchmark's name (``scaling``, ``adversarial`` ->
-worst case, ``pipeline``/``throughput`` -> throughput, ``incremental``,
-``interval``, ``load``; otherwise ``asv``), and the subject, vocabulary, corpus
-and size from parameters with the usual names. Only the newest results file per
-machine is used. O(results).
+Each timing (``time_*``, and ``track_*`` in seconds) becomes one ``timings.csv``
+row. The mapping is by naming convention, not by benchmark: the stage comes from
+words in the benchmark's name (``interval``, ``worst``/``unsplittable``/
+``adversarial``, ``incremental``/``append``, ``load``, ``pipeline``, ``scaling``),
+the subject from an ``implementation``/``approach``/``encoder`` parameter
+(``ours/<encoder>``, ``peer/<name>``, ``<approach>/<encoder>``), and vocabulary,
+corpus and size from parameters with the usual names (a size may also be read
+from the method name, ``..._5kB``). A benchmark without a corpus parameter is
+its own input (its class name), so each gets its own chart. Only the newest
+results file per machine is used. O(results).
 """
 
 from __future__ import annotations
@@ -20,19 +24,24 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import re
 from pathlib import Path
 
 from algorithms.errors import BpebenchError
 
 from .store import ResultStore
 
-SUBJECT_PARAMS = ("encoder", "algorithm", "peer", "subject", "tokenizer", "implementation", "impl", "name")
-VOCAB_PARAMS = ("vocab", "vocabulary", "vocab_name", "encoding")
-CORPUS_PARAMS = ("corpus", "input", "text", "kind", "generator", "adversary")
-SIZE_PARAMS = ("size", "n_bytes", "nbytes", "length", "n", "bytes", "slice_length")
-STAGE_WORDS = (("scaling", "scaling"), ("adversarial", "worst_case"), ("worst", "worst_case"),
-               ("pipeline", "throughput"), ("throughput", "throughput"), ("incremental", "incremental"),
-               ("append", "incremental"), ("interval", "interval"), ("load", "load"))
+SUBJECT_PARAMS = ("implementation", "approach", "encoder", "algorithm", "peer", "subject", "tokenizer", "name")
+VOCAB_PARAMS = ("vocabulary", "vocab", "vocab_name", "encoding")
+CORPUS_PARAMS = ("corpus", "input", "text", "generator")
+SIZE_PARAMS = ("bytes", "size", "n_bytes", "nbytes", "length", "slice_bytes", "slice_length", "n")
+#: (word in the benchmark's name, stage), first match wins
+STAGE_WORDS = (("interval", "interval"), ("worst", "worst_case"), ("unsplittable", "worst_case"),
+               ("adversarial", "worst_case"), ("incremental", "incremental"), ("append", "incremental"),
+               ("load", "load"), ("pipeline", "throughput"), ("throughput", "throughput"), ("scaling", "scaling"))
+#: (word in the method name, operation of the load table)
+LOAD_OPERATIONS = (("cold", "build"), ("load", "build"), ("short", "short"), ("long", "long"), ("decode", "decode"))
+RUNTIME_STAGES = ("scaling", "worst_case", "incremental", "interval")
 
 
 def _value(text):
@@ -75,7 +84,27 @@ def _stage(benchmark: str) -> str:
     for word, stage in STAGE_WORDS:
         if word in low:
             return stage
-    return "asv"
+    return "throughput"
+
+
+def _subject(value, peer_names: set[str]) -> tuple[str, str, str]:
+    """(subject, kind, approach) from a parameter like ``ours/backtracking``, ``peer/tiktoken``,
+    ``append/appending``, ``from-scratch/default`` or a plain encoder name."""
+    text = str(value)
+    prefix, _, name = text.partition("/") if "/" in text else ("", "", text)
+    if prefix == "peer" or (not prefix and name in peer_names):
+        return name, "peer", ""
+    if prefix in ("", "ours"):
+        return name, "encoder", ""
+    return (prefix if name == "default" else name), "encoder", prefix
+
+
+def _size_from_name(method: str) -> int | None:
+    """``time_encode_long_5kB`` -> 5000; ``time_preprocess_120kB`` -> 120000."""
+    match = re.search(r"(\d+)(k|M)?B\b", method)
+    if not match:
+        return None
+    return int(match.group(1)) * {"k": 1_000, "M": 1_000_000, None: 1}[match.group(2)]
 
 
 def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tuple[list[dict], int]:
@@ -85,20 +114,19 @@ def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tup
     for name, values in (data.get("results") or {}).items():
         record = dict(zip(columns, values))
         info = benchmarks.get(name, {})
-        unit = info.get("unit", "seconds")
-        method = name.rsplit(".", 1)[-1]
-        if unit != "seconds" or not method.startswith("time_"):
+        parts = name.split(".")
+        method, cls = parts[-1], parts[-2] if len(parts) >= 2 else parts[0]
+        if info.get("unit", "seconds") != "seconds" or not method.startswith(("time_", "track_")):
             left_out += 1
             continue
         param_lists = record.get("params") or []
         param_names = info.get("param_names") or [f"param{i + 1}" for i in range(len(param_lists))]
         combos = list(itertools.product(*param_lists)) if param_lists else [()]
         results = record.get("result")
-        if not isinstance(results, list):
-            results = [results]
-        q25 = record.get("stats_q_25") or [None] * len(combos)
-        q75 = record.get("stats_q_75") or [None] * len(combos)
-        repeat = record.get("stats_repeat") or [None] * len(combos)
+        results = results if isinstance(results, list) else [results]
+        q25 = record.get("stats_q_25") or []
+        q75 = record.get("stats_q_75") or []
+        repeat = record.get("stats_repeat") or []
         for i, combo in enumerate(combos):
             value = results[i] if i < len(results) else None
             params = {n: _value(v) for n, v in zip(param_names, combo)}
@@ -106,14 +134,24 @@ def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tup
             vocab_param, vocab = _pick(params, VOCAB_PARAMS)
             corpus_param, corpus = _pick(params, CORPUS_PARAMS)
             size_param, size = _pick(params, SIZE_PARAMS)
+            subject, kind, approach = _subject(subject if subject is not None else cls, peer_names)
+            stage = _stage(name)
+            size = size if isinstance(size, (int, float)) else _size_from_name(method)
+            operation = method
+            if stage == "load":
+                operation = next((op for word, op in LOAD_OPERATIONS if word in method), method)
+            elif stage in RUNTIME_STAGES and size is None:
+                stage = "throughput"  # one size per corpus: a throughput, not a curve
+            if approach:
+                operation = f"{approach} {operation}"
             used = {subject_param, vocab_param, corpus_param, size_param}
             rest = ",".join(f"{k}={v}" for k, v in params.items() if k not in used)
-            subject = str(subject) if subject is not None else name.rsplit(".", 2)[-2] if "." in name else name
             row = {
-                "stage": _stage(name), "vocab": "" if vocab is None else str(vocab), "subject": subject,
-                "kind": "peer" if subject in peer_names else "encoder", "corpus": "" if corpus is None else str(corpus),
-                "operation": method + (f"[{rest}]" if rest else ""),
-                "size_bytes": int(size) if isinstance(size, (int, float)) else 0,
+                "stage": stage, "vocab": "" if vocab is None else str(vocab), "subject": subject, "kind": kind,
+                # without a corpus parameter the benchmark class names the input (one chart each)
+                "corpus": str(corpus) if corpus is not None else cls,
+                "operation": operation + (f" [{rest}]" if rest else ""),
+                "size_bytes": int(size) if size is not None else None,
             }
             if value is None or (isinstance(value, float) and value != value):
                 row["note"] = "skipped: no asv result (failed or not applicable)"

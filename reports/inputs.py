@@ -33,6 +33,11 @@ class Source:
     description: str = ""
     why_hard: str = ""
     kind: str = "text"  # "bytes": may be invalid UTF-8 (raw stages only)
+    #: how many bytes of distinct text the source holds when asked for ``size`` (None: all asked for)
+    available: Callable[[int], int] | None = None
+
+    def distinct_bytes(self, size: int) -> int:
+        return size if self.available is None else min(size, self.available(size))
 
 
 def _registry():
@@ -45,10 +50,14 @@ def _registry():
 
 
 def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_category: int | None,
-                   wanted: list[str] | None = None,
-                   keep: Callable[[Source], bool] | None = None) -> tuple[list[Source], str]:
-    """Text sources of the given categories for ``vocab`` (``keep`` filters before the per-category
-    cut); a note says when fallbacks were used. ``wanted`` (corpus names) overrides the cut."""
+                   wanted: list[str] | None = None, keep: Callable[[Source], bool] | None = None,
+                   min_bytes: int = 0) -> tuple[list[Source], str]:
+    """Text sources of the given categories for ``vocab``; a note says when fallbacks were used.
+
+    ``keep`` filters before the per-category cut, which prefers corpora that hold at least
+    ``min_bytes`` of distinct text (so a short text is not repeated to size when a long one
+    exists). ``wanted`` (corpus names or paths) overrides the cut.
+    """
     registry = _registry()
     if registry is None:
         found = [s for s in _fallbacks(vocab) if s.category in categories and (keep is None or keep(s))]
@@ -65,16 +74,19 @@ def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_catego
                         chosen.append(source)
             sources.extend(chosen)
             continue
+        candidates = []
         for name in registry.names(category):
             if wanted and name not in wanted:
                 continue
             source = _registry_source(registry, name, vocab)
             if source.kind != "text" or (keep is not None and not keep(source)):
                 continue
-            chosen.append(source)
-            if not wanted and per_category is not None and len(chosen) >= per_category:
-                break
-        sources.extend(chosen)
+            candidates.append(source)
+        if not wanted and per_category is not None:
+            long_enough = [s for s in candidates if s.distinct_bytes(min_bytes) >= 0.9 * min_bytes]
+            candidates = (long_enough or sorted(candidates, key=lambda s: -s.distinct_bytes(min_bytes)))
+            candidates = candidates[:per_category]
+        sources.extend(candidates)
     return sources, ""
 
 
@@ -96,18 +108,26 @@ def _registry_source(registry, name: str, vocab: Vocabulary) -> Source:
     spec = registry.corpus(name)
     params = spec.parameters
 
-    def text(size: int) -> str:
+    def build(size: int) -> str:
         kwargs = {}
         if "size" in params:
             kwargs["size"] = int(size)
         if "vocab" in params:
             kwargs["vocab"] = vocab.name if _is_builtin(vocab.name) else params["vocab"]
         value = registry.get(name, **kwargs)
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        return _at_least(value, size) if "size" not in params else value
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
-    return Source(name, spec.category, text, spec.description, spec.why_hard, spec.kind)
+    def text(size: int) -> str:
+        # a corpus shorter than asked (a fixed text) is repeated to size; see ``distinct_bytes``
+        return _at_least(build(size), size)
+
+    def available(size: int) -> int:
+        return len(build(size).encode("utf-8", "surrogatepass"))
+
+    # generators with a numeric default size make any size; fixed texts (size=None) may run short
+    fixed_text = params.get("size", None) is None
+    return Source(name, spec.category, text, spec.description, spec.why_hard, spec.kind,
+                  available if fixed_text else None)
 
 
 def _user_source(registry, path: str) -> Source:
@@ -121,7 +141,8 @@ def _user_source(registry, path: str) -> Source:
         data = registry.read_user_corpus(path)
         return _at_least(data.decode("utf-8", "replace"), size)
 
-    return Source(Path(path).name, "user", text, f"user corpus {path}")
+    return Source(Path(path).name, "user", text, f"user corpus {path}",
+                  available=lambda size: len(registry.read_user_corpus(path)))
 
 
 def _is_builtin(name: str) -> bool:
@@ -131,9 +152,9 @@ def _is_builtin(name: str) -> bool:
 
 
 def _at_least(text: str, size: int) -> str:
-    """Repeat (and clip) ``text`` to ``size`` UTF-8 bytes when a corpus has no size parameter."""
+    """Repeat (and clip) ``text`` to ``size`` UTF-8 bytes when it is shorter."""
     data = text.encode("utf-8", "surrogatepass")
-    if not data:
+    if not data or len(data) >= size:
         return text
     data = (data * (size // len(data) + 1))[:size]
     return data.decode("utf-8", "ignore")

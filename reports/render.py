@@ -348,9 +348,11 @@ def _load(report: Report) -> str:
     rows_all = report.timings[report.timings["stage"] == "load"]
     if rows_all.empty:
         return '<p class="note">Not measured in this run.</p>'
-    out = ["<p>Built once per process: the vocabulary and its compiled tables, then each subject. "
-           "<i>first call</i> includes compilation or loading numba's cache; <i>short</i> is the latency on a "
-           "short text; <i>long</i> and <i>decode</i> are throughputs on a long text (pipeline).</p>"]
+    out = ["<p>Built once per process: the vocabulary and its compiled tables, then each subject. <i>build</i> "
+           "is the construction given the compiled tables (encoders share structures memoised on the "
+           "vocabulary, so the first one to need a structure pays for it); <i>first call</i> includes numba "
+           "compilation or loading its cache; <i>short</i> is the latency on a short text; <i>long</i> and "
+           "<i>decode</i> are throughputs on a long text (pipeline).</p>"]
     for vocab, group in rows_all.groupby("vocab", sort=False):
         base = group[group["subject"] == "(vocabulary)"]
         facts = {r["operation"]: r for _, r in base.iterrows()}

@@ -69,6 +69,7 @@ def incremental_tasks(ctx: RunContext) -> list[Task]:
                 ctx.note("incremental", f"{subject.name} declares '{capability}' but has no {factory}()")
                 continue
             for size in sizes:
+                size = len(data[:size])
                 key = _timing_key("incremental", vocab_name, subject, subject.kind, source.name, operation, size)
                 tasks.append(series_task(ctx, key, f"{subject.name} {operation} {size} B",
                                          lambda m=make, g=grow, d=data[:size], b=capability == "prepending":
@@ -76,6 +77,7 @@ def incremental_tasks(ctx: RunContext) -> list[Task]:
         baseline = _baseline(ctx, vocab_name)
         if baseline is not None:
             for size in sizes:
+                size = len(data[:size])
                 key = _timing_key("incremental", vocab_name, baseline, baseline.kind, source.name, "encode_once", size)
                 tasks.append(series_task(ctx, key, f"{baseline.name} {size} B",
                                          lambda f=baseline.raw, d=data[:size]: f(d)))

@@ -90,8 +90,14 @@ class RunContext:
         if key in self._sources:
             return self._sources[key]
         sources, note = corpus_sources(self.vocab(vocab_name), categories=categories, keep=keep,
-                                       per_category=self.plan.corpora_per_category, wanted=self.corpora)
+                                       per_category=self.plan.corpora_per_category, wanted=self.corpora,
+                                       min_bytes=self.plan.throughput_bytes)
         self._sources[key] = sources
+        for source in sources:
+            have = source.distinct_bytes(self.plan.throughput_bytes)
+            if have < 0.9 * self.plan.throughput_bytes:
+                self.note("inputs", f"{source.name} holds {have:,} bytes of text: repeated to the sizes asked "
+                                    "for (repetition favours tokenizers that cache words)")
         self.note("inputs", note)
         return sources
 

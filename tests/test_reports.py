@@ -221,14 +221,16 @@ def test_report_interrupt_resume_render_in_chromium(tmp_path):
 
 # ----------------------------------------------------------------------------- asv import, compare, CLI errors
 def _asv_results(root: Path) -> Path:
-    """A minimal asv results tree in asv's format (results version 2) with one parameterised timing."""
+    """A minimal asv results tree in asv's format (results version 2), named like our asv suites."""
     machine = root / "box"
     machine.mkdir(parents=True)
     (machine / "machine.json").write_text(json.dumps({"machine": "box", "cpu": "Test CPU", "num_cpu": "4",
                                                       "ram": "8388608", "os": "Linux", "version": 1}))
     (root / "benchmarks.json").write_text(json.dumps({
-        "bench_scaling.Scaling.time_encode": {"param_names": ["vocab", "encoder", "size"], "unit": "seconds"},
-        "bench_load.Load.peakmem_load": {"param_names": ["vocab"], "unit": "bytes"},
+        "bench_scaling.RawEncodeScaling.time_encode": {"param_names": ["implementation", "bytes"], "unit": "seconds"},
+        "bench_load.LoadCold.track_load_cold_seconds": {"param_names": ["vocabulary", "implementation"],
+                                                        "unit": "seconds"},
+        "bench_load.Load.peakmem_load": {"param_names": ["vocabulary"], "unit": "bytes"},
         "version": 2}))
     result = {
         "commit_hash": "0123456789abcdef", "env_name": "existing-py", "date": 1760000000000,
@@ -236,11 +238,13 @@ def _asv_results(root: Path) -> Path:
         "result_columns": ["result", "params", "version", "started_at", "duration", "stats_ci_99_a",
                            "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat"],
         "results": {
-            "bench_scaling.Scaling.time_encode": [
+            "bench_scaling.RawEncodeScaling.time_encode": [
                 [1e-4, 1e-3, 2e-4, None],
-                [["'o200k_base'"], ["'backtracking'", "'tiktoken'"], ["100", "1000"]],
+                [["'backtracking'", "'peer/tiktoken'"], ["100", "1000"]],
                 "v1", None, None, None, None, [0.9e-4, 0.9e-3, 1.9e-4, None], [1.1e-4, 1.1e-3, 2.1e-4, None],
                 None, [10, 10, 10, None]],
+            "bench_load.LoadCold.track_load_cold_seconds": [
+                [0.5, 0.25], [["'o200k_base'"], ["'ours/backtracking'", "'peer/tiktoken'"]], "v1"],
             "bench_load.Load.peakmem_load": [[123456], [["'o200k_base'"]], "v1"],
         },
         "durations": {}, "version": 2,
@@ -255,14 +259,16 @@ def test_from_asv_maps_parameters(tmp_path):
 
     n = import_asv(_asv_results(tmp_path / "asv"), tmp_path / "out")
     rows = ResultStore(tmp_path / "out").frame("timings.csv")
-    assert n == 4 and len(rows) == 4  # peakmem is not a timing
-    measured = rows[rows["median_s"].notna()].sort_values(["subject", "size_bytes"])
-    assert measured[["stage", "vocab", "subject", "kind", "size_bytes"]].values.tolist() == [
-        ["scaling", "o200k_base", "backtracking", "encoder", 100],
-        ["scaling", "o200k_base", "backtracking", "encoder", 1000],
-        ["scaling", "o200k_base", "tiktoken", "peer", 100],
+    assert n == 6 and len(rows) == 6  # 4 scaling + 2 load; peakmem is not a timing
+    measured = rows[rows["median_s"].notna()].fillna({"size_bytes": 0}).sort_values(["stage", "subject", "size_bytes"])
+    assert measured[["stage", "vocab", "subject", "kind", "corpus", "operation", "size_bytes"]].values.tolist() == [
+        ["load", "o200k_base", "backtracking", "encoder", "LoadCold", "build", 0],  # no size known
+        ["load", "o200k_base", "tiktoken", "peer", "LoadCold", "build", 0],
+        ["scaling", "", "backtracking", "encoder", "RawEncodeScaling", "time_encode", 100],
+        ["scaling", "", "backtracking", "encoder", "RawEncodeScaling", "time_encode", 1000],
+        ["scaling", "", "tiktoken", "peer", "RawEncodeScaling", "time_encode", 100],
     ]
-    assert measured["median_s"].tolist() == [1e-4, 1e-3, 2e-4]
+    assert measured["median_s"].tolist() == [0.5, 0.25, 1e-4, 1e-3, 2e-4]
     assert rows["note"].str.startswith("skipped").sum() == 1  # asv's None: not run
     page = render(tmp_path / "out").read_text()
     assert "Test CPU" in page and "n<sup>1.00</sup>" in page  # backtracking: 10x input, 10x time
