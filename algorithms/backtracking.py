@@ -24,15 +24,12 @@ next-prefix table, packed merge tables); ``encode_pieces`` runs all pieces in on
 
 from __future__ import annotations
 
-from typing import Iterable
 
 import numpy as np
 from numba import njit
 
-from .encoder import Encoder
-from .matching import (
-    as_byte_array, build_matcher, check_encodable, join_pieces, longest_match, pair_compatible,
-)
+from .encoder import PiecewiseEncoder
+from .matching import build_matcher, longest_match, pair_compatible
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -87,7 +84,7 @@ def backtrack_pieces(matcher, data, offsets, out):
 
 
 @register_encoder
-class BacktrackingEncoder(Encoder):
+class BacktrackingEncoder(PiecewiseEncoder):
     """Leftmost-longest match, shorter alternatives on conflict, backtracking over dead positions."""
 
     name = "backtracking"
@@ -99,22 +96,5 @@ class BacktrackingEncoder(Encoder):
         super().__init__(vocabulary)
         self.matcher = build_matcher(vocabulary)
 
-    def _run(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        check_encodable(self.vocabulary, data)
-        out = np.empty(len(data), dtype=np.int32)
-        n = backtrack_pieces(self.matcher, data, offsets, out)
-        return out[:n]
-
-    def encode_array(self, data) -> np.ndarray:
-        """int32 token ids of ``data`` (bytes or a uint8 array)."""
-        arr = as_byte_array(data)
-        return self._run(arr, np.array([0, len(arr)], dtype=np.int64))
-
-    def encode(self, data: bytes) -> list[int]:
-        return self.encode_array(data).tolist()
-
-    def count(self, data: bytes) -> int:
-        return len(self.encode_array(data))
-
-    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        return self._run(*join_pieces(pieces)).tolist()
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
+        return backtrack_pieces(self.matcher, data, offsets, out)

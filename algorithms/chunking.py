@@ -62,10 +62,10 @@ from typing import Callable, Union
 import numpy as np
 
 from .appending import AppendableEncoder
-from .encoder import Encoder
 from .errors import BpebenchError
 from .interval import IntervalEncoding
-from .matching import as_byte_array, build_matcher
+from .encoder import Encoder, as_byte_array
+from .matching import build_matcher
 from .pretokenize import NORMALIZERS
 
 Text = Union[str, bytes]

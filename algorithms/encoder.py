@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Iterable, Sequence
 
+import numpy as np
+
+from .errors import BpebenchError
 from .vocabulary import Vocabulary
 
 
@@ -59,3 +62,76 @@ class Encoder:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} on {self.vocabulary.name}>"
+
+
+# ----------------------------------------------------------------------------- compiled encoders
+def as_byte_array(data) -> np.ndarray:
+    """``data`` (bytes, bytearray, memoryview or uint8 array) as a uint8 array, without copying."""
+    if isinstance(data, np.ndarray):
+        return data if data.dtype == np.uint8 else data.astype(np.uint8)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def join_pieces(pieces) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate byte pieces: (uint8 data, int64 offsets[k + 1]); piece i is
+    ``data[offsets[i]:offsets[i + 1]]``. Lets an encoder handle many pieces in one numba call."""
+    if not isinstance(pieces, (list, tuple)):
+        pieces = list(pieces)
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+    if pieces:
+        np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), out=offsets[1:])
+    return np.frombuffer(b"".join(pieces), dtype=np.uint8), offsets
+
+
+def check_encodable(vocab: Vocabulary, arr: np.ndarray) -> None:
+    """Raise BpebenchError naming the first byte of ``arr`` that is not a token of ``vocab``
+    (free when every byte is a token, the usual case)."""
+    byte_token = vocab.byte_token
+    if len(arr) == 0 or (byte_token >= 0).all():
+        return
+    bad = np.flatnonzero(byte_token[arr] < 0)
+    if len(bad):
+        raise BpebenchError(f"byte 0x{int(arr[bad[0]]):02x} is not a token of {vocab.name}; it cannot be encoded")
+
+
+class PiecewiseEncoder(Encoder):
+    """Base of the compiled encoders: one kernel call encodes many pieces at once.
+
+    A subclass implements :meth:`_kernel`; this class supplies ``encode``,
+    ``encode_array``, ``count`` and ``encode_pieces`` around it, so no per-piece
+    Python loop runs on the hot path.
+    """
+
+    #: the kernel only counts when handed an empty ``out`` (saves the output array)
+    counts_without_output: ClassVar[bool] = False
+
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
+        """Encode each piece ``data[offsets[i]:offsets[i + 1]]`` into ``out`` (int32, at least
+        ``len(data)`` long, or empty to only count); return the number of ids, or
+        ``-1 - offset`` of a byte where no token starts."""
+        raise NotImplementedError
+
+    def _run(self, data: np.ndarray, offsets: np.ndarray, *, count_only: bool = False) -> tuple[int, np.ndarray]:
+        check_encodable(self.vocabulary, data)
+        out = np.empty(0 if count_only and self.counts_without_output else len(data), dtype=np.int32)
+        n = int(self._kernel(data, offsets, out))
+        if n < 0:
+            raise BpebenchError(f"{self.vocabulary.name}: no token starts at byte offset {-1 - n}")
+        return n, out
+
+    def encode_array(self, data) -> np.ndarray:
+        """int32 token ids of ``data`` (bytes or a uint8 array)."""
+        arr = as_byte_array(data)
+        n, out = self._run(arr, np.array([0, len(arr)], dtype=np.int64))
+        return out[:n]
+
+    def encode(self, data: bytes) -> list[int]:
+        return self.encode_array(data).tolist()
+
+    def count(self, data: bytes) -> int:
+        arr = as_byte_array(data)
+        return self._run(arr, np.array([0, len(arr)], dtype=np.int64), count_only=True)[0]
+
+    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
+        n, out = self._run(*join_pieces(pieces))
+        return out[:n].tolist()

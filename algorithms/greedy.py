@@ -25,15 +25,13 @@ upper bound of BPE's (see ``minimal`` for the lower bound).
 
 from __future__ import annotations
 
-from typing import Iterable
 
 import numpy as np
 from numba import njit
 
 from .compiled import compile_vocabulary
-from .encoder import Encoder
-from .errors import BpebenchError
-from .matching import as_byte_array, build_matcher, check_encodable, join_pieces, longest_match
+from .encoder import PiecewiseEncoder
+from .matching import build_matcher, longest_match
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -62,36 +60,19 @@ def greedy_pieces(forward, token_len, data, offsets, out):
 
 
 @register_encoder
-class GreedyEncoder(Encoder):
+class GreedyEncoder(PiecewiseEncoder):
     """Repeatedly take the longest token that matches at the current position."""
 
     name = "greedy"
     summary = "approximate: leftmost-longest token match (fast; differs from BPE on some pieces)"
     capabilities = frozenset({"approximate"})
     speed_rank = 10
+    counts_without_output = True
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)
         self._forward = build_matcher(vocabulary).forward
         self._token_len = compile_vocabulary(vocabulary).token_len
 
-    def _run(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
-        n = greedy_pieces(self._forward, self._token_len, data, offsets, out)
-        if n < 0:
-            check_encodable(self.vocabulary, data)  # words the error for a non-token byte
-            raise BpebenchError(f"{self.vocabulary.name}: no token starts at byte offset {-1 - n}")
-        return n
-
-    def encode(self, data: bytes) -> list[int]:
-        buf = as_byte_array(data)
-        out = np.empty(len(buf), dtype=np.int32)
-        return out[: self._run(buf, np.array([0, len(buf)], dtype=np.int64), out)].tolist()
-
-    def count(self, data: bytes) -> int:
-        buf = as_byte_array(data)
-        return self._run(buf, np.array([0, len(buf)], dtype=np.int64), np.empty(0, dtype=np.int32))
-
-    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        data, offsets = join_pieces(pieces)
-        out = np.empty(len(data), dtype=np.int32)
-        return out[: self._run(data, offsets, out)].tolist()
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
+        return greedy_pieces(self._forward, self._token_len, data, offsets, out)

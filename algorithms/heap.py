@@ -16,14 +16,13 @@ Exact: equals ``naive``.
 
 from __future__ import annotations
 
-from typing import Iterable
 
 import numpy as np
 from numba import njit
 
 from .compiled import compile_vocabulary, pair_lookup
-from .encoder import Encoder
-from .matching import as_byte_array, build_matcher, check_encodable, join_pieces, merge_rank
+from .encoder import PiecewiseEncoder
+from .matching import build_matcher, merge_rank
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -135,7 +134,7 @@ def heap_pieces(matcher, pair_keys, pair_vals, byte_token, data, offsets, out):
 
 
 @register_encoder
-class HeapEncoder(Encoder):
+class HeapEncoder(PiecewiseEncoder):
     """Best-priority-first merging with a binary heap and lazy deletion."""
 
     name = "heap"
@@ -148,23 +147,6 @@ class HeapEncoder(Encoder):
         self.tables = compile_vocabulary(vocabulary)
         self.matcher = build_matcher(vocabulary)
 
-    def _run(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        check_encodable(self.vocabulary, data)
-        out = np.empty(len(data), dtype=np.int32)
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
         t = self.tables
-        n = heap_pieces(self.matcher, t.pair_keys, t.pair_vals, t.byte_token, data, offsets, out)
-        return out[:n]
-
-    def encode_array(self, data) -> np.ndarray:
-        """int32 token ids of ``data`` (bytes or a uint8 array)."""
-        arr = as_byte_array(data)
-        return self._run(arr, np.array([0, len(arr)], dtype=np.int64))
-
-    def encode(self, data: bytes) -> list[int]:
-        return self.encode_array(data).tolist()
-
-    def count(self, data: bytes) -> int:
-        return len(self.encode_array(data))
-
-    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        return self._run(*join_pieces(pieces)).tolist()
+        return heap_pieces(self.matcher, t.pair_keys, t.pair_vals, t.byte_token, data, offsets, out)

@@ -45,9 +45,9 @@ import numpy as np
 from numba import njit
 
 from .backtracking import backtrack_piece
-from .encoder import Encoder
 from .errors import BpebenchError
-from .matching import Trie, as_byte_array, build_matcher, check_encodable
+from .encoder import Encoder, as_byte_array, check_encodable
+from .matching import Trie, build_matcher
 from .registry import register_encoder
 from .table import extend_last_tokens, unwind
 from .vocabulary import Vocabulary

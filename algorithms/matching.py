@@ -472,37 +472,3 @@ def pair_compatible(rows, pairs, pair_filter, a, b):
         else:
             limit = rows[b, 0] + 1
             b = rows[b, 1]
-
-
-# ----------------------------------------------------------------------------- input helpers
-def as_byte_array(data) -> np.ndarray:
-    """``data`` (bytes, bytearray, memoryview or uint8 array) as a uint8 array, without copying."""
-    if isinstance(data, np.ndarray):
-        return data if data.dtype == np.uint8 else data.astype(np.uint8)
-    return np.frombuffer(data, dtype=np.uint8)
-
-
-def check_encodable(vocab, arr: np.ndarray) -> None:
-    """Raise BpebenchError naming the first byte of ``arr`` that is not a token of ``vocab``
-    (free when every byte is a token, the usual case)."""
-    byte_token = compile_vocabulary(vocab).byte_token
-    if len(arr) == 0 or (byte_token >= 0).all():
-        return
-    bad = np.flatnonzero(byte_token[arr] < 0)
-    if len(bad):
-        from .errors import BpebenchError
-
-        raise BpebenchError(
-            f"byte 0x{int(arr[bad[0]]):02x} is not a token of {vocab.name}; it cannot be encoded"
-        )
-
-
-def join_pieces(pieces) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate byte pieces: (uint8 data, int64 offsets[k + 1]); piece i is
-    ``data[offsets[i]:offsets[i + 1]]``. Lets an encoder handle many pieces in one numba call."""
-    if not isinstance(pieces, (list, tuple)):
-        pieces = list(pieces)
-    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
-    if pieces:
-        np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), out=offsets[1:])
-    return np.frombuffer(b"".join(pieces), dtype=np.uint8), offsets

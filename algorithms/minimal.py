@@ -29,15 +29,13 @@ counts agree. With the seed paper's dictionary ``a b c ab cb ac bb cbb acbb``:
 
 from __future__ import annotations
 
-from typing import Iterable
 
 import numpy as np
 from numba import njit
 
 from .compiled import compile_vocabulary
-from .encoder import Encoder
-from .errors import BpebenchError
-from .matching import as_byte_array, build_matcher, check_encodable, join_pieces, prefix_matches
+from .encoder import PiecewiseEncoder
+from .matching import build_matcher, prefix_matches
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -87,13 +85,14 @@ def minimal_pieces(forward, token_len, max_token_len, data, offsets, out):
 
 
 @register_encoder
-class MinimalEncoder(Encoder):
+class MinimalEncoder(PiecewiseEncoder):
     """A fewest-token encoding (shortest path over all token matches, longest token on ties)."""
 
     name = "minimal"
     summary = "approximate: an encoding with the fewest tokens (DP over all matches; count <= BPE's)"
     capabilities = frozenset({"approximate"})
     speed_rank = 20
+    counts_without_output = True
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)
@@ -102,23 +101,5 @@ class MinimalEncoder(Encoder):
         self._max_token_len = matcher.max_token_len
         self._token_len = compile_vocabulary(vocabulary).token_len
 
-    def _run(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
-        n = minimal_pieces(self._forward, self._token_len, self._max_token_len, data, offsets, out)
-        if n < 0:
-            check_encodable(self.vocabulary, data)  # words the error for a non-token byte
-            raise BpebenchError(f"{self.vocabulary.name}: the piece at byte offset {-1 - n} cannot be encoded")
-        return n
-
-    def encode(self, data: bytes) -> list[int]:
-        buf = as_byte_array(data)
-        out = np.empty(len(buf), dtype=np.int32)
-        return out[: self._run(buf, np.array([0, len(buf)], dtype=np.int64), out)].tolist()
-
-    def count(self, data: bytes) -> int:
-        buf = as_byte_array(data)
-        return self._run(buf, np.array([0, len(buf)], dtype=np.int64), np.empty(0, dtype=np.int32))
-
-    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        data, offsets = join_pieces(pieces)
-        out = np.empty(len(data), dtype=np.int32)
-        return out[: self._run(data, offsets, out)].tolist()
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
+        return minimal_pieces(self._forward, self._token_len, self._max_token_len, data, offsets, out)

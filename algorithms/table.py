@@ -23,13 +23,12 @@ the same table one pushed byte at a time (and, mirrored, to the left), and
 
 from __future__ import annotations
 
-from typing import Iterable
 
 import numpy as np
 from numba import njit
 
-from .encoder import Encoder
-from .matching import as_byte_array, build_matcher, check_encodable, join_pieces, pair_compatible, suffix_matches
+from .encoder import PiecewiseEncoder
+from .matching import build_matcher, pair_compatible, suffix_matches
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -106,36 +105,18 @@ def table_pieces(matcher, data, offsets, out, count_only):
 
 
 @register_encoder
-class TableEncoder(Encoder):
+class TableEncoder(PiecewiseEncoder):
     """The last token of every prefix by dynamic programming; the encoding read backwards."""
 
     name = "table"
     summary = "exact: last token of every prefix by DP over tokens ending there + compatibility (O(n·m), numba)"
     capabilities = frozenset({"exact"})
     speed_rank = 30
+    counts_without_output = True
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)
         self.matcher = build_matcher(vocabulary)
 
-    def _run(self, data: np.ndarray, offsets: np.ndarray, count_only: bool):
-        check_encodable(self.vocabulary, data)
-        out = np.empty(0 if count_only else len(data), dtype=np.int32)
-        n = table_pieces(self.matcher, data, offsets, out, count_only)
-        return n if count_only else out[:n]
-
-    def encode_array(self, data) -> np.ndarray:
-        """int32 token ids of ``data`` (bytes or a uint8 array)."""
-        arr = as_byte_array(data)
-        return self._run(arr, np.array([0, len(arr)], dtype=np.int64), False)
-
-    def encode(self, data: bytes) -> list[int]:
-        return self.encode_array(data).tolist()
-
-    def count(self, data: bytes) -> int:
-        arr = as_byte_array(data)
-        return int(self._run(arr, np.array([0, len(arr)], dtype=np.int64), True))
-
-    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        data, offsets = join_pieces(pieces)
-        return self._run(data, offsets, False).tolist()
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
+        return table_pieces(self.matcher, data, offsets, out, len(out) == 0)

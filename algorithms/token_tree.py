@@ -61,15 +61,12 @@ is O(sum over tokens of length x depth) once per vocabulary, in numba.
 
 from __future__ import annotations
 
-from typing import Iterable
 
 import numpy as np
 from numba import njit
 
 from .compiled import compile_vocabulary
-from .encoder import Encoder
-from .errors import BpebenchError
-from .matching import as_byte_array, join_pieces
+from .encoder import PiecewiseEncoder
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -265,7 +262,7 @@ def _capacity(n: int) -> int:
 
 
 @register_encoder
-class TokenTreeEncoder(Encoder):
+class TokenTreeEncoder(PiecewiseEncoder):
     """Walk the seed's token tree (children keyed by their whole extra bytes) over the text."""
 
     name = "token_tree"
@@ -273,6 +270,7 @@ class TokenTreeEncoder(Encoder):
                "deepest node emitted); equals leftmost-longest")
     capabilities = frozenset({"approximate"})
     speed_rank = 30
+    counts_without_output = True
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)
@@ -299,25 +297,8 @@ class TokenTreeEncoder(Encoder):
         return None if p < 0 or p == self._root else p
 
     # ---------------------------------------------------------------- encoding
-    def _run(self, data: np.ndarray, offsets: np.ndarray, *, count_only: bool) -> tuple[np.ndarray, int]:
-        out = np.empty(0 if count_only else len(data), dtype=np.int32)
+    def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
         n, bad = _encode_pieces(self._parent, self._node_depth, self._child_slots,
                                 self._length_start, self._lengths, self._tables.token_bytes,
                                 self._tables.token_start, self._root, data, offsets, out)
-        if bad >= 0:  # every single byte hangs under the root, so only a non-token byte stops here
-            raise BpebenchError(
-                f"byte 0x{int(data[bad]):02x} is not a token of {self.vocabulary.name}; it cannot be encoded"
-            )
-        return out[:n], n
-
-    def encode(self, data: bytes) -> list[int]:
-        buf = as_byte_array(data)
-        return self._run(buf, np.array([0, len(buf)], dtype=np.int64), count_only=False)[0].tolist()
-
-    def count(self, data: bytes) -> int:
-        buf = as_byte_array(data)
-        return self._run(buf, np.array([0, len(buf)], dtype=np.int64), count_only=True)[1]
-
-    def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        data, offsets = join_pieces(pieces)
-        return self._run(data, offsets, count_only=False)[0].tolist()
+        return n if bad < 0 else -1 - bad
