@@ -172,7 +172,8 @@ def import_asv(results_dir: str | Path, out: str | Path) -> int:
         raise BpebenchError(f"{results_dir}: no asv results directory (run `asv run` first, or pass its path)")
     found = newest_results(results_dir)
     if not found:
-        raise BpebenchError(f"{results_dir}: no asv results files (expected <machine>/machine.json and <commit>-*.json)")
+        raise BpebenchError(f"{results_dir}: no asv results files "
+                            "(expected <machine>/machine.json and <commit>-*.json)")
     benchmarks = _read_json(results_dir / "benchmarks.json") if (results_dir / "benchmarks.json").exists() else {}
     try:
         from algorithms.peers import peer_names

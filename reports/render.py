@@ -287,9 +287,8 @@ def _throughput(report: Report) -> str:
         corpora = list(dict.fromkeys(by_vocab["corpus"]))
         for start in range(0, len(corpora), CORPORA_PER_TABLE):
             chunk = corpora[start : start + CORPORA_PER_TABLE]
-            groups = "".join(
-                f'<th class="group" colspan="3">{esc(c)} ({size(by_vocab[by_vocab["corpus"] == c]["size_bytes"].iloc[0])})'
-                "</th>" for c in chunk)
+            sizes = {c: size(by_vocab[by_vocab["corpus"] == c]["size_bytes"].iloc[0]) for c in chunk}
+            groups = "".join(f'<th class="group" colspan="3">{esc(c)} ({sizes[c]})</th>' for c in chunk)
             rows, classes = [], []
             for subject in order:
                 mine = by_vocab[by_vocab["subject"] == subject]
@@ -336,9 +335,9 @@ def _incremental(report: Report) -> str:
         for vocab, group in rows.groupby("vocab", sort=False):
             labelled = group.assign(label=group["subject"] + " · " + group["operation"].str.replace("_", " "),
                                     dashed=group["operation"].str.startswith("encode"))
+            xlabel = "text length (bytes)" if stage == "incremental" else "slice length (bytes)"
             name = plots.runtime_chart(labelled, report.palette, report.out, f"{stage}-{_slug(vocab)}.png",
-                                       title=f"{vocab}: {title.lower()}",
-                                       xlabel="text length (bytes)" if stage == "incremental" else "slice length (bytes)")
+                                       title=f"{vocab}: {title.lower()}", xlabel=xlabel)
             out.append(image(name, f"{stage} chart for {vocab}"))
         out.append(report.section_notes(stage))
     return "".join(out)

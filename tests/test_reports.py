@@ -260,7 +260,8 @@ def test_from_asv_maps_parameters(tmp_path):
     n = import_asv(_asv_results(tmp_path / "asv"), tmp_path / "out")
     rows = ResultStore(tmp_path / "out").frame("timings.csv")
     assert n == 6 and len(rows) == 6  # 4 scaling + 2 load; peakmem is not a timing
-    measured = rows[rows["median_s"].notna()].fillna({"size_bytes": 0}).sort_values(["stage", "subject", "size_bytes"])
+    measured = rows[rows["median_s"].notna()].fillna({"size_bytes": 0})
+    measured = measured.sort_values(["stage", "subject", "size_bytes"])
     assert measured[["stage", "vocab", "subject", "kind", "corpus", "operation", "size_bytes"]].values.tolist() == [
         ["load", "o200k_base", "backtracking", "encoder", "LoadCold", "build", 0],  # no size known
         ["load", "o200k_base", "tiktoken", "peer", "LoadCold", "build", 0],
@@ -307,5 +308,5 @@ def test_cli_user_mistakes_are_one_line(tmp_path, capsys):
     assert main(["report", "--algorithms", "no_such_encoder", "--out", str(tmp_path / "x")]) == 2
     assert main(["report", "--from-asv", str(tmp_path / "missing"), "--out", str(tmp_path / "y")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all(line.startswith("bpebench: error:") for line in err)
+    assert len(err) == 3 and all(line.startswith("bpebench: error:") for line in err), err
     assert "no_such_encoder" in err[1] and "backtracking" in err[1]  # names the known encoders
