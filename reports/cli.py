@@ -92,10 +92,20 @@ def _measure(args, out: Path) -> int:
 
     plan = PRESETS[args.preset or "quick"]
     vocabs = _names(args.vocab)
-    if not vocabs:
-        vocabs = [DEFAULT_VOCABULARY] if plan.preset != "full" else [v.name for v in BUILTIN.values() if v.available()]
-    for name in vocabs:  # fail on a bad name before anything is written
-        load_vocabulary(name)
+    if vocabs:
+        for name in vocabs:  # fail on a bad name before anything is written
+            load_vocabulary(name)
+    elif plan.preset != "full":
+        vocabs = [DEFAULT_VOCABULARY]
+    else:  # every built-in that loads here; the others are named, not fatal
+        vocabs = []
+        for builtin in BUILTIN.values():
+            try:
+                if builtin.available():
+                    load_vocabulary(builtin.name)
+                    vocabs.append(builtin.name)
+            except BpebenchError as exc:
+                print(f"bpebench: {builtin.name} left out: {exc}", file=sys.stderr)
     algorithms = _names(args.algorithms)
     select_encoders(algorithms)
     corpora = _names(args.corpora)

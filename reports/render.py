@@ -159,8 +159,9 @@ def _scaling_sentence(report: Report, name: str, stage: str, what: str) -> str:
         return f"{what}: failed ({esc(row['error'][:120])})."
     if missing(row["exponent"]):
         return ""
+    where = f"{esc(row['vocab'])}, {esc(row['corpus'])}" if len(report.vocabs) > 1 else esc(row["corpus"])
     text = (f"{what}: runtime grows as n<sup>{row['exponent']:.2f}</sup> "
-            f"({esc(row['corpus'])}, up to {size(row['largest'])} in {seconds(row['largest_s'])})")
+            f"({where}, up to {size(row['largest'])} in {seconds(row['largest_s'])})")
     if not missing(row["skipped_from"]):
         text += f", stopped before {size(row['skipped_from'])} (over the time cap)"
     return text + "."

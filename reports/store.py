@@ -76,8 +76,8 @@ class ResultStore:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise BpebenchError(f"cannot create {self.directory}: {exc.strerror or exc}") from None
-        for table in TABLES:
-            path = self.directory / table
+        for name in (*TABLES, "errors.log"):
+            path = self.directory / name
             if not resume and path.exists():
                 path.unlink()
         self._done = {table: {row_key(table, r) for r in self.rows(table)} for table in TABLES}
