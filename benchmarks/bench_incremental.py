@@ -48,8 +48,7 @@ class Appending:
             self.run = self._prepending(common.encoder(name))
         elif kind == "re-encode-each-byte":
             self.run = lambda data: [default.count(data[: i + 1]) for i in range(len(data))]
-            if size > 100:
-                common.skip_if_over_budget(self.run, common.head(self.data, size // 10), 10)
+            common.skip_if_over_budget(self.run, lambda n: common.head(self.data, n), size, start=10)
         else:
             self.run = default.count
 

@@ -81,7 +81,8 @@ class ScalingExponent:
     def setup(self, implementation):
         self.encode = common.pipeline_encode(implementation)
         self.texts = [common.text("unsplittable", n) for n in (self.small, self.large)]
-        common.skip_if_over_budget(self.encode, self.texts[0], self.large / self.small)
+        common.skip_if_over_budget(self.encode, lambda n: common.text("unsplittable", n), self.large,
+                                   start=self.small)
 
     def _best_of_three(self, text: str) -> float:
         best = math.inf

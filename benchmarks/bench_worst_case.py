@@ -3,9 +3,10 @@
 ``UnsplittablePiece`` feeds each pipeline a single '\\p{Ll}+' run built from
 vocabulary tokens (``corpora`` ``unsplittable``): the pre-tokenizer cannot cut it,
 so the time shows each implementation's own complexity (seed 001: tiktoken is
-quadratic here). A size whose time, extrapolated quadratically from a run at a
-tenth of the size, would exceed the budget is skipped, so a quadratic
-implementation shows up as missing large sizes rather than as a timeout.
+quadratic here). Before a large size, setup times the implementation at 1 kB,
+10 kB, ... and skips the size if the fitted growth predicts more than the budget
+(``common.skip_if_over_budget``), so a quadratic implementation shows up as
+skipped large sizes rather than as a timeout.
 
 ``AdversarialRaw`` runs raw BPE over 10 kB of every adversarial corpus.
 """
@@ -27,8 +28,7 @@ class UnsplittablePiece:
     def setup(self, implementation, size):
         self.encode = common.pipeline_encode(implementation)
         self.text = common.text("unsplittable", size)
-        if size > SIZES[0]:
-            common.skip_if_over_budget(self.encode, common.text("unsplittable", size // 10), 10)
+        common.skip_if_over_budget(self.encode, lambda n: common.text("unsplittable", n), size)
 
     def time_encode_ordinary(self, implementation, size):
         self.encode(self.text)
@@ -44,7 +44,7 @@ class AdversarialRaw:
         self.encode = common.raw_encode(implementation)
         self.data = corpora.get_bytes(corpus, size=self.size)
         try:
-            common.skip_if_over_budget(self.encode, common.head(self.data, self.size // 10), 10)
+            common.skip_if_over_budget(self.encode, lambda n: common.head(self.data, n), self.size)
         except NotImplementedError:
             raise
         except Exception as exc:  # e.g. a peer that only takes valid UTF-8

@@ -164,20 +164,34 @@ def raw_encode(impl: str, vocab: str = VOCAB) -> Callable[[bytes], list[int]]:
     return encoder(impl, vocab).encode
 
 
-def skip_if_over_budget(run: Callable[[object], object], small_input, ratio: float, *, exponent: float = 2.0):
-    """Skip (NotImplementedError) when ``run`` on the full input would take longer than the budget.
+def skip_if_over_budget(run: Callable[[object], object], make_input: Callable[[int], object], size: int,
+                        *, start: int = 1_000) -> None:
+    """Skip (NotImplementedError) when ``run(make_input(size))`` would take longer than the budget.
 
-    Times ``run(small_input)`` once and extrapolates by ``ratio ** exponent`` (the
-    full input is ``ratio`` times larger; 2 = assume quadratic). Generic: no
-    implementation is named, the measurement decides.
+    Times ``run`` on inputs of ``start``, 10 x ``start``, ... bytes below ``size``,
+    fits the exponent k of time ~ n^k to the last two (k = 2 from a single point;
+    clamped to 1..3) and predicts the next size before running it, so no probe
+    itself runs far over budget. Generic: no implementation is named, the
+    measurement decides; a quadratic one shows up as skipped large sizes.
     """
+    import math
     import time
 
-    start = time.perf_counter()
-    run(small_input)
-    predicted = (time.perf_counter() - start) * ratio**exponent
-    if predicted > BUDGET_SECONDS:
-        raise NotImplementedError(f"predicted {predicted:.0f} s > budget {BUDGET_SECONDS:.0f} s")
+    n, previous, exponent = start, None, 2.0
+    while n < size:
+        began = time.perf_counter()
+        run(make_input(n))
+        elapsed = max(time.perf_counter() - began, 1e-6)
+        if previous is not None:
+            exponent = min(3.0, max(1.0, math.log(elapsed / previous[1]) / math.log(n / previous[0])))
+        following = min(n * 10, size)
+        predicted = elapsed * (following / n) ** exponent
+        if predicted > BUDGET_SECONDS:
+            raise NotImplementedError(
+                f"over budget: {elapsed:.2g} s at {n} bytes, time ~ n^{exponent:.1f} predicts"
+                f" {predicted:.0f} s at {following} bytes (budget {BUDGET_SECONDS:.0f} s)"
+            )
+        previous, n = (n, elapsed), following
 
 
 # ----------------------------------------------------------------------------- inputs

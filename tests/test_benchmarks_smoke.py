@@ -91,3 +91,27 @@ def test_tokens_per_byte_agrees_with_tiktoken():
                                  mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)}, special_tokens={})
     expected = len(encoding.encode_ordinary(bench.text)) / len(bench.text.encode())
     assert bench.track_tokens_per_byte("o200k_base", "prose-en") == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("cost,skipped", [(lambda n: 1e-6 * n, False), (lambda n: 1e-8 * n * n, True)])
+def test_budget_check_extrapolates_the_measured_growth(monkeypatch, cost, skipped):
+    """A fake clock makes the implementation's cost exactly ``cost(n)`` seconds for n bytes."""
+    import time as time_module
+
+    from benchmarks import common
+
+    clock = [0.0]
+    monkeypatch.setattr(time_module, "perf_counter", lambda: clock[0])
+    probed = []
+
+    def run(data):
+        probed.append(len(data))
+        clock[0] += cost(len(data))
+
+    if skipped:  # 1e-8 n^2: 1 kB 0.01 s, 10 kB 1 s, 100 kB would be 100 s
+        with pytest.raises(NotImplementedError, match=r"n\^2\.0 predicts 100 s at 100000"):
+            common.skip_if_over_budget(run, lambda n: b"x" * n, 1_000_000)
+        assert probed == [1_000, 10_000]  # never ran the probe that would blow the budget
+    else:  # linear: 1 MB would take 1 s
+        common.skip_if_over_budget(run, lambda n: b"x" * n, 1_000_000)
+        assert probed == [1_000, 10_000, 100_000]
