@@ -29,6 +29,10 @@ class UnsplittablePiece:
         self.encode = common.pipeline_encode(implementation)
         self.text = common.text("unsplittable", size)
         common.skip_if_over_budget(self.encode, lambda n: common.text("unsplittable", n), size)
+        try:
+            self.encode(self.text)  # some libraries refuse long inputs: that is a result, not a failure
+        except Exception as exc:
+            raise NotImplementedError(f"{implementation} refuses {size} bytes: {exc}") from None
 
     def time_encode_ordinary(self, implementation, size):
         self.encode(self.text)
