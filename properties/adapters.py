@@ -136,7 +136,8 @@ def peer_for(vocab) -> tuple[str, Callable[[str], list[int]] | None]:
     """The peer library that encodes text with ``vocab`` exactly, as ``(name, text -> ids)``.
 
     tiktoken (built in memory from the ranks) for tiktoken vocabularies; otherwise
-    whatever ``algorithms.peers`` offers for the vocabulary, when that module exists.
+    sentencepiece or HF tokenizers through ``algorithms.peers`` when they can load
+    the vocabulary (None if no peer can).
     """
     from . import oracles
 
@@ -146,14 +147,12 @@ def peer_for(vocab) -> tuple[str, Callable[[str], list[int]] | None]:
         from algorithms import peers
     except ImportError:
         return "", None
-    finder = getattr(peers, "reference_peer", None) or getattr(peers, "peer_for", None)
-    if finder is None:
-        return "", None
-    try:
-        found = finder(vocab)
-    except Exception:
-        return "", None
-    if found is None:
-        return "", None
-    encode = getattr(found, "encode_ordinary", None) or getattr(found, "encode", None)
-    return getattr(found, "name", type(found).__name__), encode
+    usable = {name for name, ok, _ in peers.peer_status(vocab) if ok}
+    for name in ("sentencepiece", "hf-tokenizers"):
+        if name in usable:
+            try:
+                peer = peers.make_peer(name, vocab, verify=False)
+            except Exception:
+                continue
+            return name, peer.encode_ordinary
+    return "", None

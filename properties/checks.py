@@ -12,12 +12,14 @@ check id               property
 ``round-trip``         ``decode(encode(x)) == x`` (every encoder, approximate ones too)
 ``count-consistent``   ``count(x) == len(encode(x))``; ``encode_pieces`` = concatenation
 ``equals-naive``       Corollary I: the output equals the reference ``naive`` [exact]
+``token-bytes``        each token's own bytes encode as ``naive`` does (all tokens) [exact]
 ``valid-output``       the output is a valid encoding (re-encoding gives it back) [exact]
 ``long-inputs``        kB-long inputs equal tiktoken's BPE of the same piece [exact]
 ``pipeline``           Tokenizer with this encoder equals the peer library on text [exact]
 ``appending``          incremental counter (push / truncate) = count of a fresh encode
 ``prepending``         incremental counter, growing at the front
 ``interval``           interval counts equal the count of the slice
+``split-at-n``         ``chunking.split_at_tokens``: <= n tokens, and no longer prefix fits
 ``minimal-bound``      a minimal-count encoder never uses more tokens than BPE
 =====================  ==========================================================
 
@@ -60,6 +62,11 @@ class Context:
         self._encoders: dict[str, GuardedEncoder] = {}
         self._cache_size = cache_size
 
+    def start_check(self) -> None:
+        """Give every cached encoder its full per-call limit again (see GuardedEncoder.call)."""
+        for enc in self._encoders.values():
+            enc.reset_timeout(self.call_timeout)
+
     def vocab(self, spec: str) -> Vocabulary:
         return resolve(spec)
 
@@ -68,7 +75,7 @@ class Context:
         if enc is None:
             if len(self._encoders) >= self._cache_size:
                 self._encoders.pop(next(iter(self._encoders)))
-            enc = construct(self.cls, self.vocab(spec), timeout=self.build_timeout, probe=self.probe)
+            enc = construct(self.cls, self.vocab(spec), timeout=self.build_timeout, probe=self.probe, spec=spec)
             enc.timeout = self.call_timeout
             self._encoders[spec] = enc
         return enc
@@ -185,6 +192,32 @@ def check_equals_naive(ctx: Context, p: dict) -> None:
                           f" {_tokens(enc.vocab, expected)}")
 
 
+def check_token_bytes(ctx: Context, p: dict) -> None:
+    """Every token's own bytes encode as BPE does (one token when it is reachable).
+
+    Without ``data`` in the payload, all tokens of a small vocabulary are tried (for
+    a large one the 100 longest and 300 drawn with ``seed``); the failure names the
+    token's bytes.
+    """
+    enc = ctx.encoder(p["vocab"])
+    vocab = enc.vocab
+    if "data" in p:
+        candidates = [p["data"]]
+    else:
+        ids = range(len(vocab.tokens))
+        if len(vocab.tokens) > 400:
+            rng = random.Random(p.get("seed", 0))
+            longest = sorted(ids, key=lambda i: len(vocab.tokens[i]))[-100:]
+            ids = sorted(set(rng.sample(ids, 300)) | set(longest))
+        candidates = [vocab.tokens[i] for i in ids if vocab.tokens[i] and i not in vocab.excluded]
+    for data in candidates:
+        got = enc.encode(data)
+        expected = oracles.reference(vocab, data)
+        if got != expected:
+            raise CheckFailed(f"the token {shown(data)} encodes as {_tokens(vocab, got)}, naive gives"
+                              f" {_tokens(vocab, expected)}", data)
+
+
 def check_valid_output(ctx: Context, p: dict) -> None:
     enc, data = ctx.encoder(p["vocab"]), p["data"]
     ids = enc.encode(data)
@@ -282,6 +315,57 @@ def _interval_payload(draw, kind: str) -> dict:
     return {**p, "queries": [list(q) for q in queries]}
 
 
+def check_split_at_n(ctx: Context, p: dict) -> None:
+    """``chunking.split_at_tokens(text, n)`` with this encoder: a prefix on a character
+    boundary with at most ``n`` tokens, and (exact encoders) no longer prefix fits.
+
+    On ``random`` vocabularies the encoder runs alone (positions are bytes of UTF-8
+    text); on real ones it runs inside a Tokenizer (the pipeline's counts).
+    """
+    from algorithms.chunking import split_at_tokens
+    from algorithms.tokenizer import Tokenizer
+
+    enc, text, n = ctx.encoder(p["vocab"]), p["text"], p["n"]
+    vocab = enc.vocab
+    if p.get("pipeline"):
+        user = Tokenizer(vocab, algorithm=_AsEncoder(enc))
+        reference = Tokenizer(vocab, algorithm="naive")
+        count = reference.count
+    else:
+        user = _AsEncoder(enc)
+
+        def count(s: str) -> int:
+            return len(oracles.reference(vocab, s.encode("utf-8")))
+    prefix = guarded_call(f"split_at_tokens({text[:30]!r}, {n})",
+                          lambda: split_at_tokens(text, n, encoder_or_tokenizer=user), timeout=None)
+    if not isinstance(prefix, str) or not text.startswith(prefix):
+        raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r} is not a prefix of the text")
+    exact = "exact" in getattr(ctx.cls, "capabilities", ())
+    if not exact:  # an approximate encoder's chunk is measured by its own count
+        count = user.count if p.get("pipeline") else (lambda s: enc.count(s.encode("utf-8")))
+    used = count(prefix)
+    if used > n:
+        raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r} has {used} tokens, more than {n}")
+    if not exact:
+        return
+    for end in range(len(prefix) + 1, len(text) + 1):
+        longer = count(text[:end])
+        if longer <= n:
+            raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r}, but the longer prefix"
+                              f" {text[:end]!r} has {longer} <= {n} tokens")
+
+
+@st.composite
+def _split_payload(draw, kind: str) -> dict:
+    if kind == RANDOM:
+        spec, data = draw(vocabulary_and_input(kind, max_size=40))
+        text = data.decode("utf-8", "ignore")  # the bytes that remain are the input's own
+        pipeline = False
+    else:
+        spec, text, pipeline = kind, draw(pipeline_texts(max_size=30)), True
+    return {"vocab": spec, "text": text, "n": draw(st.integers(0, 12)), "pipeline": pipeline}
+
+
 def check_minimal_bound(ctx: Context, p: dict) -> None:
     enc, data = ctx.encoder(p["vocab"]), p["data"]
     n = enc.count(data)
@@ -338,6 +422,10 @@ CHECKS: dict[str, Check] = {c.id: c for c in [
           check_count_consistent, _payload_with_cut),
     Check("equals-naive", "Corollary I: equals the reference naive encoder", check_equals_naive,
           _bytes_payload, exactness=True),
+    Check("token-bytes", "every token's own bytes encode as naive does", check_token_bytes,
+          lambda kind: st.tuples(vocabulary_specs(kind), st.integers(0, 2**16)).map(
+              lambda t: {"vocab": t[0], "seed": t[1]}), exactness=True,
+          pinned=lambda kind: [{"vocab": "seed"}] if kind == RANDOM else [], real_fraction=0.1),
     Check("valid-output", "the output is a valid encoding (decode + re-encode gives it back)",
           check_valid_output, _bytes_payload, exactness=True),
     Check("long-inputs", "kB-long pieces equal tiktoken's BPE", check_long_inputs,
@@ -354,6 +442,8 @@ CHECKS: dict[str, Check] = {c.id: c for c in [
           pinned=lambda kind: [], real_fraction=0.2),
     Check("interval", "interval counts equal the count of the slice", check_interval,
           lambda kind: _interval_payload(kind), needs=frozenset({"interval"}), pinned=lambda kind: []),
+    Check("split-at-n", "chunking.split_at_tokens: a fitting prefix, and no longer prefix fits",
+          check_split_at_n, lambda kind: _split_payload(kind), pinned=lambda kind: [], real_fraction=0.3),
     Check("minimal-bound", "never more tokens than BPE", check_minimal_bound, _bytes_payload,
           class_applies=_minimal_applies),
 ]}

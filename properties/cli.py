@@ -63,7 +63,8 @@ def cmd_verify(args) -> int:
             raise BpebenchError(f"--example is not valid JSON: {exc}") from None
         if not args.check or len(args.check) != 1:
             raise BpebenchError("--example needs exactly one --check")
-        r = replay(target, args.check[0], payload, call_timeout=args.call_timeout)
+        r = replay(target, args.check[0], payload, call_timeout=args.call_timeout, isolate=not args.no_isolate,
+                   check_timeout=args.timeout)
         print(f"{target}: replaying one example")
         _print_result(r, verbose=True)
         return 0 if r.ok else 1
@@ -76,7 +77,14 @@ def cmd_verify(args) -> int:
     results = check_encoder(cls if args.no_isolate else target, vocabularies, args.max_examples, checks=checks,
                             isolate=not args.no_isolate, check_timeout=args.timeout,
                             call_timeout=args.call_timeout, profile=args.profile,
-                            on_result=lambda r: _print_result(r, verbose=args.verbose))
+                            on_result=lambda r: (r.passed is not None or args.verbose)
+                            and _print_result(r, verbose=args.verbose))
+    skipped: dict[str, set[str]] = {}
+    for r in results:
+        if r.passed is None:
+            skipped.setdefault(r.message, set()).add(r.check if "available" not in r.message else r.vocabulary)
+    if skipped and not args.verbose:
+        print("  not applicable: " + "; ".join(f"{', '.join(sorted(v))} ({reason})" for reason, v in skipped.items()))
     code, text = _summary(results)
     print(f"{text} in {time.perf_counter() - start:.1f}s: {'OK' if code == 0 else 'FAILED'}")
     return code

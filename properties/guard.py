@@ -21,10 +21,10 @@ check*, never crash. Three layers do that:
 from __future__ import annotations
 
 import mmap
-import os
 import signal
 import struct
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable
 
@@ -34,7 +34,17 @@ from algorithms.vocabulary import Vocabulary
 
 
 class CheckFailed(AssertionError):
-    """A property does not hold; the message is one line for the report."""
+    """A property does not hold; the message is one line for the report.
+
+    ``data`` is the input of the encoder call that failed, when one did.
+    """
+
+    data: bytes | None = None
+
+    def __init__(self, message: str = "", data: bytes | None = None) -> None:
+        super().__init__(message)
+        if data is not None:
+            self.data = data
 
 
 class CallTimeout(CheckFailed):
@@ -50,7 +60,10 @@ def shown(data: bytes, limit: int = 80) -> str:
 
 # ----------------------------------------------------------------------------- probe
 class Probe:
-    """A small shared file holding the input of the encoder call in progress."""
+    """A small shared file holding the input (and vocabulary spec) of the encoder call in progress.
+
+    Layout: int64 data length, int32 spec length, the spec (UTF-8), the data.
+    """
 
     SIZE = 1 << 20
 
@@ -64,24 +77,32 @@ class Probe:
     @classmethod
     def create(cls, path: str) -> None:
         with open(path, "wb") as f:
+            f.write(struct.pack("<qi", -1, 0))
             f.truncate(cls.SIZE)
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, spec: str = "") -> None:
         if self._map is None:
             return
-        data = data[: self.SIZE - 8]
-        self._map[8 : 8 + len(data)] = data
+        raw_spec = spec.encode()[: self.SIZE // 2]
+        data = data[: self.SIZE - 12 - len(raw_spec)]
+        self._map[:8] = struct.pack("<q", -1)  # invalid while being written
+        self._map[12 : 12 + len(raw_spec)] = raw_spec
+        self._map[12 + len(raw_spec) : 12 + len(raw_spec) + len(data)] = data
+        self._map[8:12] = struct.pack("<i", len(raw_spec))
         self._map[:8] = struct.pack("<q", len(data))
 
     @staticmethod
-    def read(path: str) -> bytes | None:
+    def read(path: str) -> tuple[bytes | None, str]:
+        """(data, spec) of the call in progress, or (None, "") if none was recorded."""
         try:
             with open(path, "rb") as f:
-                head = f.read(8)
-                (length,) = struct.unpack("<q", head)
-                return f.read(length) if length >= 0 else None
+                length, spec_length = struct.unpack("<qi", f.read(12))
+                if length < 0:
+                    return None, ""
+                spec = f.read(spec_length).decode(errors="replace")
+                return f.read(length), spec
         except (OSError, struct.error):
-            return None
+            return None, ""
 
 
 # ----------------------------------------------------------------------------- time limit
@@ -107,24 +128,25 @@ def cpu_time_limit(seconds: float | None):
 
 # ----------------------------------------------------------------------------- guarded calls
 def guarded_call(what: str, fn: Callable, *args, timeout: float | None, probe: Probe | None = None,
-                 probe_data: bytes | None = None) -> Any:
+                 probe_data: bytes | None = None, spec: str = "") -> Any:
     """``fn(*args)``; any exception or a timeout becomes one CheckFailed line naming ``what``."""
     if probe is not None and probe_data is not None:
-        probe.write(probe_data)
+        probe.write(probe_data, spec)
     try:
         with cpu_time_limit(timeout):
             return fn(*args)
     except CallTimeout:
-        raise CallTimeout(f"{what} did not return within {timeout:g} s of CPU time (hangs?)") from None
+        raise CallTimeout(f"{what} did not return within {timeout:g} s of CPU time (hangs?)",
+                          probe_data) from None
     except CheckFailed:
         raise
     except RecursionError:
-        raise CheckFailed(f"{what} raised RecursionError") from None
+        raise CheckFailed(f"{what} raised RecursionError", probe_data) from None
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as exc:  # BaseException too: a Rust panic (pyo3) is one
         text = str(exc).splitlines()[0][:200] if str(exc) else ""
-        raise CheckFailed(f"{what} raised {type(exc).__name__}: {text}") from None
+        raise CheckFailed(f"{what} raised {type(exc).__name__}: {text}", probe_data) from None
 
 
 def as_ids(what: str, out: Any, vocab: Vocabulary) -> list[int]:
@@ -159,17 +181,43 @@ class GuardedEncoder:
         self.vocab = vocab
         self.timeout = timeout
         self.probe = probe
+        self.slowest_ok = 0.0
+        self.spec = ""  # the vocabulary spec, for the probe
 
     def call(self, what: str, fn: Callable, *args, probe_data: bytes | None = None) -> Any:
-        return guarded_call(what, fn, *args, timeout=self.timeout, probe=self.probe, probe_data=probe_data)
+        start = time.process_time()
+        try:
+            out = guarded_call(what, fn, *args, timeout=self.timeout, probe=self.probe, probe_data=probe_data,
+                               spec=self.spec)
+        except CallTimeout:
+            # Shrinking a hang re-runs many inputs that hang: once one call has hung,
+            # allow later calls of this check a generous multiple of the slowest call
+            # that returned, not the full limit each.
+            if self.timeout:
+                self.timeout = min(self.timeout, max(0.25, 20 * self.slowest_ok))
+            raise
+        self.slowest_ok = max(self.slowest_ok, time.process_time() - start)
+        return out
+
+    def reset_timeout(self, timeout: float | None) -> None:
+        """Back to the full per-call limit (the kit calls this before each check)."""
+        self.timeout = timeout
 
     def encode(self, data: bytes) -> list[int]:
         what = f"encode({shown(data)})"
-        return as_ids(what, self.call(what, self.raw.encode, data, probe_data=data), self.vocab)
+        try:
+            return as_ids(what, self.call(what, self.raw.encode, data, probe_data=data), self.vocab)
+        except CheckFailed as exc:
+            exc.data = data
+            raise
 
     def count(self, data: bytes) -> int:
         what = f"count({shown(data)})"
-        return as_count(what, self.call(what, self.raw.count, data, probe_data=data))
+        try:
+            return as_count(what, self.call(what, self.raw.count, data, probe_data=data))
+        except CheckFailed as exc:
+            exc.data = data
+            raise
 
     def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
         pieces = list(pieces)
@@ -178,11 +226,14 @@ class GuardedEncoder:
                       self.vocab)
 
 
-def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | None = None) -> GuardedEncoder:
+def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | None = None,
+              spec: str = "") -> GuardedEncoder:
     """Build ``cls(vocab)`` and warm it up (numba compiles on the first call) under a long limit."""
     name = getattr(cls, "__qualname__", repr(cls))
-    encoder = guarded_call(f"{name}({vocab.name})", cls, vocab, timeout=timeout, probe=probe, probe_data=b"")
+    encoder = guarded_call(f"{name}({vocab.name})", cls, vocab, timeout=timeout, probe=probe, probe_data=b"",
+                           spec=spec)
     guarded = GuardedEncoder(encoder, vocab, timeout=timeout, probe=probe)
+    guarded.spec = spec
     alphabet = [b for b in range(256) if vocab.byte_token[b] >= 0]
     sample = bytes(alphabet[:2]) * 2
     guarded.encode(sample)
@@ -190,5 +241,3 @@ def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | N
     return guarded
 
 
-def probe_path_from_env() -> str | None:
-    return os.environ.get("BPEBENCH_PROBE")

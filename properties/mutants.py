@@ -158,33 +158,32 @@ class RaisesOnRareByte(_ReferenceLike):
 
 
 class HangsOnRareInput(_ReferenceLike):
-    """A skip loop that does not advance over two NUL bytes in a row (Python: cut by the CPU limit)."""
+    """Walks back over the trailing run of one byte in a ring buffer: never stops when the
+    whole input (3 bytes or more) is that one byte (Python: cut by the per-call CPU limit)."""
 
     def encode(self, data: bytes) -> list[int]:
-        i = 0
-        while i < len(data) - 1:
-            if data[i] == 0 and data[i + 1] == 0:
-                continue  # the bug: i is not advanced
-            i += 1
+        if len(data) >= 3:
+            i = len(data) - 1
+            while data[i] == data[-1]:
+                i = (i - 1) % len(data)  # the bug: wraps around instead of stopping at 0
         return super().encode(data)
 
 
 @njit(cache=True)
-def _spin_on_two_ff(data):
-    i = 0
+def _trailing_run_start(data):
     n = len(data)
-    while i < n - 1:
-        if data[i] == 255 and data[i + 1] == 255:
-            continue
-        i += 1
+    i = n - 1
+    while data[i] == data[n - 1]:
+        i = (i - 1) % n  # the same bug, compiled
     return i
 
 
 class HangsInCompiledCode(_ReferenceLike):
-    """The same bug inside numba (on two 0xFF bytes): only the worker watchdog can stop it."""
+    """The same bug inside numba: nothing in the process can interrupt it; the worker watchdog must."""
 
     def encode(self, data: bytes) -> list[int]:
-        _spin_on_two_ff(np.frombuffer(data, dtype=np.uint8))
+        if len(data) >= 3:
+            _trailing_run_start(np.frombuffer(data, dtype=np.uint8))
         return super().encode(data)
 
 

@@ -7,7 +7,8 @@ A vocabulary travels as its spec string (``properties.vocabularies``) so that a
 counterexample names the exact vocabulary it needs.
 
 Inputs are biased toward the vocabulary: concatenations of its tokens, slices of
-those at arbitrary byte offsets (invalid UTF-8 included), a token or a pair of
+those at arbitrary byte offsets (invalid UTF-8 included), tokens glued on their
+overlaps (``ab`` + ``bc`` -> ``abc``: where merges compete), a token or a pair of
 tokens repeated, runs of one byte, the training text itself, plain bytes.
 
 The paper's hand-worked cases are pinned: on the ``seed`` dictionary ``abacb`` ->
@@ -34,6 +35,7 @@ PINNED: list[tuple[str, bytes]] = [
     ("seed", b"abacbb"),
     ("seed", b"aaaa"),
     ("seed", b"cbbb"),
+    ("seed", b"cbbbb"),  # leftmost-longest gives 2 tokens, BPE 3
 ]
 
 _SMALL_ALPHABETS = (b"ab", b"abc", b"abcd", b"ab ")
@@ -70,17 +72,22 @@ def trained_specs(
     *,
     rule: str | None = None,
     alphabet: str | None = None,
+    min_merges: int = 1,
     max_merges: int = 120,
     small_alphabet_only: bool = False,
 ) -> str:
     """A spec of a vocabulary trained on drawn text (see ``properties.vocabularies``)."""
     texts = draw(st.lists(training_chunk(small_alphabet_only=small_alphabet_only), min_size=1, max_size=4))
+    rule = rule or draw(st.sampled_from(["ranks", "merges"]))
     return trained_spec(
         texts,
-        merges=draw(st.integers(1, max_merges)),
-        rule=rule or draw(st.sampled_from(["ranks", "merges"])),
+        merges=draw(st.integers(min_merges, max_merges)),
+        rule=rule,
         alphabet=alphabet or draw(st.sampled_from(["all", "text"])),
         shuffle=draw(st.sampled_from([0, 0, 1, 2, 3])),
+        reorder=draw(st.sampled_from([0, 0, 1, 2])),
+        resplit=draw(st.sampled_from([0, 1, 2])) if rule == "merges" else 0,
+        drop=draw(st.sampled_from([0, 0, 0, 1])) if rule == "merges" else 0,
     )
 
 
@@ -92,10 +99,13 @@ def small_specs(max_merges: int = 24) -> st.SearchStrategy[str]:
     )
 
 
-def vocabulary_specs(kind: str) -> st.SearchStrategy[str]:
-    """``random`` draws a trained vocabulary per example; anything else is that fixed spec."""
+def vocabulary_specs(kind: str, *, min_merges: int = 1) -> st.SearchStrategy[str]:
+    """``random`` draws a trained vocabulary per example; anything else is that fixed spec.
+
+    ``min_merges`` keeps drawn vocabularies from shrinking below that many merges
+    (stateful checks need tokens of several bytes to say anything)."""
     if kind == "random":
-        return trained_specs()
+        return trained_specs(min_merges=min_merges)
     if kind == "small":
         return small_specs()
     return st.just(kind)
@@ -103,9 +113,10 @@ def vocabulary_specs(kind: str) -> st.SearchStrategy[str]:
 
 # ----------------------------------------------------------------------------- inputs
 def _token_bytes(vocab: Vocabulary) -> st.SearchStrategy[bytes]:
-    ids = _producible(vocab)
+    """The bytes of any token, unreachable ones included (their bytes are where the
+    merge rules differ: a token listed as ``aa + b`` that BPE never forms from ``a ab``)."""
     tokens = vocab.tokens
-    return st.integers(0, len(ids) - 1).map(lambda i: tokens[int(ids[i])])
+    return st.integers(0, len(tokens) - 1).map(lambda i: tokens[i]).filter(bool)
 
 
 def _producible(vocab: Vocabulary):
@@ -113,6 +124,23 @@ def _producible(vocab: Vocabulary):
     if cached is None:
         cached = vocab.__dict__["_properties_producible"] = producible_ids(vocab)
     return cached
+
+
+def _overlap(left: bytes, right: bytes) -> bytes:
+    """``left`` and ``right`` glued on their longest proper overlap (``ab`` + ``bc`` -> ``abc``):
+    where two merges compete, and the priority order and tie rule decide."""
+    for k in range(min(len(left), len(right)) - 1, 0, -1):
+        if left[-k:] == right[:k]:
+            return left + right[k:]
+    return left + right
+
+
+@st.composite
+def _overlapping(draw, token: st.SearchStrategy[bytes]) -> bytes:
+    out = draw(token)
+    for right in draw(st.lists(token, min_size=1, max_size=5)):
+        out = _overlap(out, right)
+    return out
 
 
 @st.composite
@@ -124,13 +152,23 @@ def _sliced(draw, base: st.SearchStrategy[bytes]) -> bytes:
 
 
 def inputs(vocab: Vocabulary, *, max_size: int = 64) -> st.SearchStrategy[bytes]:
-    """Bytes ``vocab`` can encode, biased toward its own tokens."""
+    """Bytes ``vocab`` can encode, biased toward its own tokens (memoised per vocabulary:
+    building and validating a strategy costs more than drawing from it)."""
+    cache = vocab.__dict__.setdefault("_properties_inputs", {})
+    strategy = cache.get(max_size)
+    if strategy is None:
+        strategy = cache[max_size] = _inputs(vocab, max_size)
+    return strategy
+
+
+def _inputs(vocab: Vocabulary, max_size: int) -> st.SearchStrategy[bytes]:
     alphabet = list(alphabet_of(vocab))
     token = _token_bytes(vocab)
     concatenation = st.lists(token, max_size=12).map(b"".join)
     choices = [
         concatenation,
         _sliced(concatenation),
+        _overlapping(token),
         st.tuples(token, st.integers(1, 12)).map(lambda p: p[0] * p[1]),
         st.tuples(token, token, st.integers(1, 8)).map(lambda p: (p[0] + p[1]) * p[2]),
         st.tuples(st.sampled_from(alphabet), st.integers(1, 40)).map(lambda p: bytes([p[0]]) * p[1]),

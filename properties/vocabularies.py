@@ -10,7 +10,15 @@ check prints a reproduction command that rebuilds exactly the same vocabulary:
   (``.``-separated); ``rule`` is ``ranks`` or ``merges``, ``alphabet`` is ``all``
   (every byte is a token) or ``text`` (only the bytes of the training text),
   ``shuffle`` seeds a permutation of the ids (0 keeps training order), so that
-  priorities differ from ids as in HF and SentencePiece vocabularies;
+  priorities differ from ids as in HF and SentencePiece vocabularies; ``reorder``
+  (optional) seeds a random merge order in which parts still precede wholes
+  (so that, e.g., ``bc`` merges before ``ab`` while ``abc`` is listed as
+  ``ab + c``: the ranks and merges rules then disagree); ``resplit`` (``merges``
+  only) seeds listing each merge as a random split of its token into two earlier
+  tokens, as another trainer could have; ``drop``
+  (``merges`` rule only, optional) seeds removing about a quarter of the merges
+  from the list while keeping their tokens, as pruned HF merge lists do: those
+  tokens become unreachable, and pairs that spell a token need not merge;
 * anything else is passed to :func:`algorithms.loaders.load_vocabulary`
   (``cl100k_base``, ``o200k_base``, ``mistral_v1``, a path, ...).
 
@@ -52,6 +60,9 @@ def train_bpe(
     rule: Literal["ranks", "merges"] = "ranks",
     alphabet: Literal["all", "text"] = "all",
     shuffle: int = 0,
+    drop: int = 0,
+    reorder: int = 0,
+    resplit: int = 0,
     name: str = "trained",
 ) -> Vocabulary:
     """Learn up to ``merges`` merges on ``texts`` by the textbook BPE trainer.
@@ -60,7 +71,12 @@ def train_bpe(
     everywhere (first occurrence wins ties), repeat. With ``rule="merges"`` the merge
     list is kept (a pair whose concatenation is already a token adds a second
     merge to the same id, as HF merge lists can); with ``rule="ranks"`` such a pair
-    adds nothing (the ranks rule already merges it). O(merges * total length).
+    adds nothing (the ranks rule already merges it). ``reorder`` (a seed) then
+    shuffles the merge order, keeping every merge after the merges of its parts;
+    ``resplit`` (a seed, merges rule) lists each merge as a random split of its
+    token into earlier tokens; ``drop`` (a seed, merges rule) removes about a
+    quarter of the merges but keeps their tokens.
+    O(merges * total length).
     """
     base = list(range(256)) if alphabet == "all" else sorted({b for t in texts for b in t})
     tokens: list[bytes] = [bytes([b]) for b in base]
@@ -89,34 +105,76 @@ def train_bpe(
             merge_list.append((pair[0], pair[1], merged))
         seqs = [_replace_pair(seq, pair, merged) for seq in seqs]
 
-    order = list(range(len(tokens)))  # training order = priority order
+    if reorder:
+        merge_list = _topological_shuffle(merge_list, len(base), random.Random(reorder))
     permutation = list(range(len(tokens)))
     if shuffle:
         random.Random(shuffle).shuffle(permutation)
-    new_id = {old: permutation[old] for old in order}
     ids_tokens: list[bytes] = [b""] * len(tokens)
     for old, token in enumerate(tokens):
-        ids_tokens[new_id[old]] = token
+        ids_tokens[permutation[old]] = token
     if rule == "ranks":
+        # singles first (their rank never matters), then tokens in merge-list order
         priority = np.empty(len(tokens), dtype=np.int64)
-        for old in order:
-            priority[new_id[old]] = old
+        for old in range(len(base)):
+            priority[permutation[old]] = old
+        for rank, (_, _, merged) in enumerate(merge_list):
+            priority[permutation[merged]] = len(base) + rank
         return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="ranks",
                           source="properties.vocabularies.train_bpe")
     priority = np.full(len(tokens), NEVER, dtype=np.int64)
-    for old, token in enumerate(tokens):
-        if len(token) == 1:
-            priority[new_id[old]] = -1
+    for old in range(len(base)):
+        priority[permutation[old]] = -1
+    if resplit:
+        merge_list = _resplit(merge_list, tokens, len(base), random.Random(resplit))
+    kept_merges: list = list(merge_list)
+    if drop:
+        rng = random.Random(drop)
+        kept_merges = [m if rng.random() >= 0.25 else None for m in merge_list]
     merge_table: dict[tuple[int, int], tuple[int, int]] = {}
-    for rank, (left, right, merged) in enumerate(merge_list):
-        key = (new_id[left], new_id[right])
+    for rank, kept in enumerate(kept_merges):
+        if kept is None:
+            continue
+        left, right, merged = kept
+        key = (permutation[left], permutation[right])
         if key in merge_table:
             continue
-        merge_table[key] = (rank, new_id[merged])
-        if priority[new_id[merged]] == NEVER:
-            priority[new_id[merged]] = rank
+        merge_table[key] = (rank, permutation[merged])
+        if priority[permutation[merged]] == NEVER:
+            priority[permutation[merged]] = rank
     return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="merges", merges=merge_table,
                       source="properties.vocabularies.train_bpe")
+
+
+def _resplit(merge_list, tokens: list[bytes], n_base: int, rng: random.Random):
+    """List each merge as a random split of its token into two tokens that exist by then,
+    other than the trained one when there is a choice (another trainer's merge list for
+    the same tokens; such tokens are often unreachable)."""
+    index = {t: i for i, t in enumerate(tokens)}
+    formed = set(range(n_base))
+    out = []
+    for left, right, merged in merge_list:
+        token = tokens[merged]
+        splits = [(index[token[:k]], index[token[k:]]) for k in range(1, len(token))
+                  if index.get(token[:k]) in formed and index.get(token[k:]) in formed]
+        others = [s for s in splits if s != (left, right)]  # prefer a split the trainer did not use
+        left, right = rng.choice(others) if others else (left, right)
+        out.append((left, right, merged))
+        formed.add(merged)
+    return out
+
+
+def _topological_shuffle(merge_list, n_base: int, rng: random.Random):
+    """A random order of the merges in which both parts of a merge exist before it."""
+    formed = set(range(n_base))
+    pending = list(merge_list)
+    out = []
+    while pending:
+        ready = [i for i, (l, r, _) in enumerate(pending) if l in formed and r in formed]
+        pick = pending.pop(rng.choice(ready))
+        out.append(pick)
+        formed.add(pick[2])
+    return out
 
 
 def _replace_pair(seq: list[int], pair: tuple[int, int], merged: int) -> list[int]:
@@ -133,10 +191,13 @@ def _replace_pair(seq: list[int], pair: tuple[int, int], merged: int) -> list[in
 
 
 # ----------------------------------------------------------------------------- specs
-def trained_spec(texts: Iterable[bytes], *, merges: int, rule: str, alphabet: str, shuffle: int) -> str:
+def trained_spec(texts: Iterable[bytes], *, merges: int, rule: str, alphabet: str, shuffle: int,
+                 drop: int = 0, reorder: int = 0, resplit: int = 0) -> str:
     """The spec string of a trained vocabulary (see the module docstring)."""
     chunks = ".".join(t.hex() for t in texts)
-    return f"trained:rule={rule},merges={merges},alphabet={alphabet},shuffle={shuffle},text={chunks}"
+    options = "".join(f"{key}={value}," for key, value in (("reorder", reorder), ("resplit", resplit),
+                                                          ("drop", drop)) if value)
+    return f"trained:rule={rule},merges={merges},alphabet={alphabet},shuffle={shuffle},{options}text={chunks}"
 
 
 def parse_trained_spec(spec: str) -> dict:
@@ -149,7 +210,9 @@ def parse_trained_spec(spec: str) -> dict:
     try:
         texts = [bytes.fromhex(chunk) for chunk in fields.get("text", "").split(".")] if fields.get("text") else []
         params = dict(merges=int(fields.get("merges", 0)), rule=fields.get("rule", "ranks"),
-                      alphabet=fields.get("alphabet", "all"), shuffle=int(fields.get("shuffle", 0)))
+                      alphabet=fields.get("alphabet", "all"), shuffle=int(fields.get("shuffle", 0)),
+                      drop=int(fields.get("drop", 0)), reorder=int(fields.get("reorder", 0)),
+                      resplit=int(fields.get("resplit", 0)))
     except ValueError as exc:
         raise BpebenchError(f"bad vocabulary spec {spec!r}: {exc}") from None
     if params["rule"] not in ("ranks", "merges") or params["alphabet"] not in ("all", "text"):
@@ -189,7 +252,7 @@ def short_name(spec: str) -> str:
             p = parse_trained_spec(spec)
         except BpebenchError:
             return "trained(?)"
-        return f"trained({p['rule']},{p['merges']}{',shuffled' if p['shuffle'] else ''})"
+        return f"trained({p['rule']},{p['merges']}{',shuffled' if p['shuffle'] else ''}{',reordered' if p['reorder'] else ''}{',resplit' if p['resplit'] else ''}{',pruned' if p['drop'] else ''})"
     return spec
 
 

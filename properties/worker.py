@@ -22,9 +22,9 @@ def main() -> int:
 
     from algorithms.errors import BpebenchError
 
-    from .checks import Context
+    from .checks import Context, payload_from_json
     from .guard import Probe
-    from .kit import DEFAULT_BUILD_TIMEOUT, resolve_target, run_check
+    from .kit import DEFAULT_BUILD_TIMEOUT, replay_here, resolve_target, run_check
     from .settings import load_profile
 
     load_profile(job["profile"])
@@ -35,9 +35,13 @@ def main() -> int:
         return 2
     ctx = Context(cls, call_timeout=job["call_timeout"], build_timeout=DEFAULT_BUILD_TIMEOUT,
                   probe=Probe(job["probe"]))
-    for check_id, kind in job["pairs"]:
+    for check_id, kind, payload in job["items"]:
         protocol.write(f"START {json.dumps([check_id, kind])}\n")
-        result = run_check(cls, check_id, kind, target=target, max_examples=job["max_examples"], ctx=ctx)
+        if payload is None:
+            result = run_check(cls, check_id, kind, target=target, max_examples=job["max_examples"], ctx=ctx)
+        else:
+            ctx.start_check()
+            result = replay_here(cls, target, check_id, payload_from_json(payload), ctx)
         protocol.write(f"RESULT {result.to_json()}\n")
     return 0
 
