@@ -9,12 +9,27 @@ tiktoken's (tiktoken vocabularies), HF's (``tokenizer.json``) or sentencepiece's
     tok = Tokenizer(load_vocabulary("o200k_base"), algorithm="backtracking")
     tok.encode("hello <|endoftext|>", allowed_special="all")
     tok.decode(tok.encode_ordinary("hello world"))
+    tok.encode_ordinary_batch(["many", "short", "texts"])  # one compiled call
+
+Two ways through the middle, with identical ids:
+
+* the fused pipeline (:mod:`algorithms.fast_pipeline`): when the vocabulary's
+  pattern has a compiled pre-tokenizer and the encoder is ``backtracking`` (the
+  default), a whole text, or a whole batch, is split and encoded in one numba
+  call. Texts holding lone surrogates (which UTF-8 cannot carry) take the
+  reference path below;
+* the reference path: the pre-tokenizer's ``split`` gives ``str`` pieces, the
+  encoder encodes them. ``pretokenizer="regex"`` forces it with ``regex.findall``.
+
+Special tokens are carved out in Python around either path, as tiktoken does.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import AbstractSet, Collection, Iterable, Literal, Sequence
 
+import numpy as np
 import regex
 
 from .encoder import Encoder
@@ -28,15 +43,30 @@ class DisallowedSpecialError(BpebenchError, ValueError):
     """The text contains a special token the caller did not allow."""
 
 
+@lru_cache(maxsize=64)
+def _literal_regex(literals: frozenset[str]):
+    """One regex matching any of ``literals``, longest first (compiled once per set)."""
+    return regex.compile("|".join(map(regex.escape, sorted(literals, key=len, reverse=True))))
+
+
+def _common_prefix(strings: Collection[str]) -> str:
+    first, last = min(strings), max(strings)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
 class Tokenizer:
     """Encode text with a vocabulary, a pre-tokenizer and any Encoder.
 
     Args:
         vocabulary: the Vocabulary (see ``algorithms.loaders.load_vocabulary``).
         algorithm: an encoder name, an Encoder instance, or None for the fastest exact one.
-        pretokenizer: an object with ``split(text) -> list[str]``; by default the
-            vocabulary's pattern through the ``regex`` module, or the whole text when
-            the vocabulary has no pattern.
+        pretokenizer: None for the fastest exact choice (the compiled pre-tokenizer, fused
+            with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
+            reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
+            object with ``split(text) -> list[str]``. Without a pattern the whole text is one piece.
     """
 
     def __init__(
@@ -46,33 +76,83 @@ class Tokenizer:
         algorithm: str | Encoder | None = None,
         pretokenizer=None,
     ) -> None:
+        from .fast_pipeline import supported_pattern, unsupported_reason
+
         self.vocabulary = vocabulary
         if isinstance(algorithm, Encoder):
             self.encoder = algorithm
         else:
             self.encoder = make_encoder(algorithm or default_encoder_name(), vocabulary)
+        compiled_name = supported_pattern(vocabulary) if vocabulary.pattern else None
+        if pretokenizer == "compiled" and compiled_name is None:
+            raise BpebenchError(
+                f"{vocabulary.name}: pattern {vocabulary.pattern!r} has no compiled pre-tokenizer;"
+                " use pretokenizer='regex'"
+            )
         if pretokenizer is None:
+            # the compiled pre-tokenizer only where it is fused; elsewhere regex stays the
+            # reference, so that e.g. a ``naive`` Tokenizer is an oracle independent of it
+            fusable = compiled_name is not None and self._encoder_is_fusable()
+            pretokenizer = "compiled" if fusable and unsupported_reason(vocabulary) is None else "regex"
+        if pretokenizer == "compiled":
+            from .pretokenize_compiled import CompiledPretokenizer
+
+            pretokenizer = CompiledPretokenizer(compiled_name)
+        if pretokenizer == "regex":
             pretokenizer = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
         self.pretokenizer = pretokenizer
+        self._fused = None
+        if type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable():
+            if unsupported_reason(vocabulary) is None:
+                from .fast_pipeline import fused_pipeline
+
+                self._fused = fused_pipeline(vocabulary)
         self._normalize, self._denormalize = NORMALIZERS[vocabulary.normalizer]
-        specials = sorted(vocabulary.special_tokens, key=len, reverse=True)
-        self._special_regex = regex.compile("|".join(map(regex.escape, specials))) if specials else None
+        specials = vocabulary.special_tokens
+        self._special_regex = _literal_regex(frozenset(specials)) if specials else None
+        # every special token starts with this (tiktoken's "<|"): a text without it has none
+        self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
+
+    def _encoder_is_fusable(self) -> bool:
+        from .backtracking import BacktrackingEncoder
+
+        # exactly the backtracking encoder: a subclass may encode differently, and other
+        # encoders must stay measurable through the Tokenizer
+        return type(self.encoder) is BacktrackingEncoder and self.encoder.vocabulary is self.vocabulary
 
     @property
     def name(self) -> str:
         return f"{self.vocabulary.name}/{self.encoder.name}"
 
     @property
+    def fused(self) -> bool:
+        """True when texts go through the fused compiled pipeline."""
+        return self._fused is not None
+
+    @property
     def special_tokens_set(self) -> set[str]:
         return set(self.vocabulary.special_tokens)
 
     # ------------------------------------------------------------------ encoding
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` treating special-token literals as plain text."""
+    def _ids_array(self, text: str) -> np.ndarray | list[int]:
+        """Ids of ``text`` (special-token literals are plain text): an int32 array from the
+        fused pipeline, or a list from the reference path."""
         if not text:
             return []
-        pieces = self.pretokenizer.split(self._normalize(text))
+        text = self._normalize(text)
+        if self._fused is not None:
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: only the reference path can split them
+                pass
+            else:
+                return self._fused.encode_utf8(data)
+        return self._reference(text)
+
+    def _reference(self, text: str) -> list[int]:
+        """Ids of normalized ``text`` through ``pretokenizer.split`` and the encoder."""
+        pieces = self.pretokenizer.split(text)
         lookup = self._lookup
         if lookup is None:
             out = self.encoder.encode_pieces(p.encode("utf-8", "surrogatepass") for p in pieces)
@@ -88,6 +168,11 @@ class Tokenizer:
                 out.extend(encode(data))
         return self._expand_hidden(out) if self.vocabulary.hidden else out
 
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` treating special-token literals as plain text."""
+        ids = self._ids_array(text)
+        return ids.tolist() if isinstance(ids, np.ndarray) else ids
+
     def _expand_hidden(self, ids: list[int]) -> list[int]:
         """Replace helper tokens (partial SentencePiece characters) by byte-fallback ids."""
         vocab = self.vocabulary
@@ -98,6 +183,41 @@ class Tokenizer:
                 out.extend(fallback[b] for b in vocab.tokens[i])
             else:
                 out.append(i)
+        return out
+
+    def _allowed_special(self, text: str, allowed_special, disallowed_special) -> frozenset[str]:
+        """The special tokens to carve out of ``text``; raises on a disallowed one (tiktoken rules)."""
+        specials = self.vocabulary.special_tokens
+        if not specials or self._special_prefix not in text:
+            return frozenset()  # fast path: no special-token literal can occur in the text
+        allowed = frozenset(specials) if allowed_special == "all" else frozenset(allowed_special)
+        if disallowed_special == "all":
+            disallowed = frozenset(specials) - allowed
+        else:
+            disallowed = frozenset(disallowed_special)
+        if disallowed:
+            found = _literal_regex(disallowed).search(text)
+            if found:
+                raise DisallowedSpecialError(
+                    f"text contains the special token {found.group()!r}; allow it with"
+                    " allowed_special or encode it as text with disallowed_special=()"
+                )
+        return allowed
+
+    def _segments(self, text: str, allowed: frozenset[str]) -> list[str | int]:
+        """``text`` cut at allowed special tokens: ordinary text pieces and special ids."""
+        if not allowed or self._special_regex is None:
+            return [text]
+        specials = self.vocabulary.special_tokens
+        out: list[str | int] = []
+        start = 0
+        for match in self._special_regex.finditer(text):
+            if match.group() not in allowed:
+                continue
+            out.append(text[start : match.start()])
+            out.append(specials[match.group()])
+            start = match.end()
+        out.append(text[start:])
         return out
 
     def encode(
@@ -112,40 +232,62 @@ class Tokenizer:
         As in tiktoken, a special-token literal that is neither allowed nor explicitly
         permitted (``disallowed_special=()``) raises DisallowedSpecialError.
         """
-        specials = self.vocabulary.special_tokens
-        if allowed_special == "all":
-            allowed_special = set(specials)
-        if disallowed_special == "all":
-            disallowed_special = set(specials) - set(allowed_special)
-        if disallowed_special:
-            pattern = regex.compile("|".join(map(regex.escape, sorted(disallowed_special, key=len, reverse=True))))
-            found = pattern.search(text)
-            if found:
-                raise DisallowedSpecialError(
-                    f"text contains the special token {found.group()!r}; allow it with"
-                    " allowed_special or encode it as text with disallowed_special=()"
-                )
-        if not allowed_special or self._special_regex is None:
-            return self.encode_ordinary(text)
+        allowed = self._allowed_special(text, allowed_special, disallowed_special)
         out: list[int] = []
-        start = 0
-        for match in self._special_regex.finditer(text):
-            if match.group() not in allowed_special:
-                continue
-            out.extend(self.encode_ordinary(text[start : match.start()]))
-            out.append(specials[match.group()])
-            start = match.end()
-        out.extend(self.encode_ordinary(text[start:]))
+        for segment in self._segments(text, allowed):
+            if isinstance(segment, int):
+                out.append(segment)
+            else:
+                out.extend(self.encode_ordinary(segment))
+        return out
+
+    def encode_ordinary_batch(self, texts: Iterable[str]) -> list[list[int]]:
+        """``[encode_ordinary(t) for t in texts]``, with all texts in one compiled call."""
+        texts = list(texts)
+        if self._fused is None:
+            return [self.encode_ordinary(t) for t in texts]
+        normalize = self._normalize
+        data: list[bytes] = []
+        fallback: dict[int, list[int]] = {}
+        for i, text in enumerate(texts):
+            try:
+                data.append(normalize(text).encode("utf-8") if text else b"")
+            except UnicodeEncodeError:
+                data.append(b"")
+                fallback[i] = self.encode_ordinary(text)
+        ids, offsets = self._fused.encode_utf8_batch(data)
+        flat = ids.tolist()
+        bounds = offsets.tolist()
+        out = [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+        for i, ids_i in fallback.items():
+            out[i] = ids_i
         return out
 
     def encode_batch(self, texts: Iterable[str], **kwargs) -> list[list[int]]:
-        return [self.encode(t, **kwargs) for t in texts]
-
-    def encode_ordinary_batch(self, texts: Iterable[str]) -> list[list[int]]:
-        return [self.encode_ordinary(t) for t in texts]
+        """``[encode(t, **kwargs) for t in texts]``, ordinary text of all texts in one compiled call."""
+        unknown = set(kwargs) - {"allowed_special", "disallowed_special"}
+        if unknown:
+            raise TypeError(f"encode_batch() got unexpected keyword arguments {sorted(unknown)}")
+        allowed_special = kwargs.get("allowed_special", frozenset())
+        disallowed_special = kwargs.get("disallowed_special", "all")
+        segmented = [self._segments(t, self._allowed_special(t, allowed_special, disallowed_special))
+                     for t in texts]
+        ordinary = [s for segments in segmented for s in segments if isinstance(s, str)]
+        encoded = iter(self.encode_ordinary_batch(ordinary))
+        out = []
+        for segments in segmented:
+            ids: list[int] = []
+            for s in segments:
+                if isinstance(s, int):
+                    ids.append(s)
+                else:
+                    ids.extend(next(encoded))
+            out.append(ids)
+        return out
 
     def count(self, text: str) -> int:
-        return len(self.encode_ordinary(text))
+        """``len(encode_ordinary(text))`` without building the list."""
+        return len(self._ids_array(text))
 
     # ------------------------------------------------------------------ decoding
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
