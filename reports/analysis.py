@@ -64,9 +64,10 @@ def exponents(timings: pd.DataFrame, stage: str) -> pd.DataFrame:
             "largest_s": float(ok.loc[ok["size_bytes"].idxmax(), "median_s"]) if len(ok) else None,
             "skipped_from": int(skipped["size_bytes"].min()) if len(skipped) else None,
             "error": failed["note"].iloc[0] if len(failed) else "",
+            "error_at": int(failed["size_bytes"].min()) if len(failed) and failed["size_bytes"].notna().any() else None,
         })
     return pd.DataFrame(rows, columns=["vocab", "corpus", "subject", "kind", "exponent", "points", "largest",
-                                       "largest_s", "skipped_from", "error"])
+                                       "largest_s", "skipped_from", "error", "error_at"])
 
 
 def throughput(timings: pd.DataFrame) -> pd.DataFrame:

@@ -155,16 +155,18 @@ def _scaling_sentence(report: Report, name: str, stage: str, what: str) -> str:
     if rows.empty:
         return ""
     row = rows.iloc[0]
+    failure = ""
     if row["error"]:
-        return f"{what}: failed ({esc(row['error'][:120])})."
+        at = f" at {size(row['error_at'])}" if not missing(row["error_at"]) else ""
+        failure = f"<b>failed{at}</b> ({esc(row['error'][:120])})"
     if missing(row["exponent"]):
-        return ""
+        return f"{what}: {failure}." if failure else ""
     where = f"{esc(row['vocab'])}, {esc(row['corpus'])}" if len(report.vocabs) > 1 else esc(row["corpus"])
     text = (f"{what}: runtime grows as n<sup>{row['exponent']:.2f}</sup> "
             f"({where}, up to {size(row['largest'])} in {seconds(row['largest_s'])})")
     if not missing(row["skipped_from"]):
         text += f", stopped before {size(row['skipped_from'])} (over the time cap)"
-    return text + "."
+    return text + (f"; {failure}" if failure else "") + "."
 
 
 def _speed_sentence(report: Report, name: str) -> str:
@@ -239,7 +241,8 @@ def _exponent_table(report: Report, stage: str) -> str:
                      "–" if missing(r["exponent"]) else f"{r['exponent']:.2f}",
                      size(r["largest"]), seconds(r["largest_s"]),
                      "" if missing(r["skipped_from"]) else f"from {size(r['skipped_from'])}",
-                     (esc(r["error"][:100]), "bad") if r["error"] else ""])
+                     (esc(r["error"][:100]) + (f" at {size(r['error_at'])}" if not missing(r["error_at"]) else ""),
+                      "bad") if r["error"] else ""])
         classes.append("peer" if r["kind"] == "peer" else "")
     return table(["subject", "vocabulary", "input", "exponent", "largest", "time there", "skipped (cap)", "error"],
                  rows, text_columns=3, row_classes=classes)
