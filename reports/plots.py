@@ -84,7 +84,7 @@ def throughput_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: 
     corpora = list(dict.fromkeys(rows["corpus"]))
     subjects = list(dict.fromkeys(rows["subject"]))
     peers = set(rows[rows["kind"] == "peer"]["subject"])
-    fig, axes = plt.subplots(1, len(corpora), sharey=True, squeeze=False,
+    fig, axes = plt.subplots(1, len(corpora), sharey=True, sharex=True, squeeze=False,
                              figsize=(min(3.0 * len(corpora) + 1.6, 11), 0.26 * len(subjects) + 1.3))
     for ax, corpus in zip(axes[0], corpora):
         values = []
