@@ -142,6 +142,8 @@ def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tup
                 operation = next((op for word, op in LOAD_OPERATIONS if word in method), method)
             elif stage in RUNTIME_STAGES and size is None:
                 stage = "throughput"  # one size per corpus: a throughput, not a curve
+            elif stage == "throughput" and size_param is not None and corpus is None:
+                stage = "scaling"  # sizes of one input: a curve (its own chart, named by the class)
             if approach:
                 operation = f"{approach} {operation}"
             used = {subject_param, vocab_param, corpus_param, size_param}
@@ -199,7 +201,7 @@ def import_asv(results_dir: str | Path, out: str | Path) -> int:
         "source": f"asv results in {results_dir}",
         "environment": {
             "cpu": machine.get("cpu", "unknown"), "cores": machine.get("num_cpu", "?"),
-            "ram_gb": round(int(machine["ram"]) / 2**20, 1) if str(machine.get("ram", "")).isdigit() else None,
+            "ram_gb": _gigabytes(machine.get("ram")),
             "os": machine.get("os", ""), "python": data.get("python", ""),
             "libraries": {k.replace("pip+", ""): v for k, v in (data.get("requirements") or {}).items()},
             "commit": (data.get("commit_hash") or "")[:10], "date": _date(data.get("date")),
@@ -210,6 +212,14 @@ def import_asv(results_dir: str | Path, out: str | Path) -> int:
         "notes": notes,
     })
     return total
+
+
+def _gigabytes(value) -> float | None:
+    """asv's ``ram``: bytes on recent versions, kB on older ones (a value below 1e9 cannot be bytes)."""
+    if not str(value or "").isdigit():
+        return None
+    ram = int(value)
+    return round(ram / 2**30 if ram >= 10**9 else ram / 2**20, 1)
 
 
 def _date(value) -> str:

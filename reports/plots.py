@@ -20,6 +20,8 @@ from .analysis import fit_exponent, measured  # noqa: E402
 
 DPI = 110
 SIZE = (9.0, 4.6)
+#: throughput panels (one per corpus) per row of the figure
+PANELS_PER_ROW = 4
 
 
 class Palette:
@@ -77,31 +79,38 @@ def runtime_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str
     return _save(fig, out_dir, name)
 
 
-def throughput_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str, *, title: str) -> str | None:
-    """One panel per corpus: MB/s per subject (same subject order in every panel; peers hatched)."""
+def throughput_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str, *, title: str,
+                     value: str = "mb_s", xlabel: str = "MB/s (log scale; longer is faster)") -> str | None:
+    """One panel per corpus: ``value`` (MB/s) per subject (same subject order in every panel; peers hatched)."""
+    rows = rows[rows[value].notna() & (rows[value] > 0)]
     if rows.empty:
         return None
     corpora = list(dict.fromkeys(rows["corpus"]))
     subjects = list(dict.fromkeys(rows["subject"]))
     peers = set(rows[rows["kind"] == "peer"]["subject"])
-    fig, axes = plt.subplots(1, len(corpora), sharey=True, sharex=True, squeeze=False,
-                             figsize=(min(3.0 * len(corpora) + 1.6, 11), 0.26 * len(subjects) + 1.3))
-    for ax, corpus in zip(axes[0], corpora):
+    columns = min(len(corpora), PANELS_PER_ROW)
+    rows_of_panels = -(-len(corpora) // columns)
+    fig, axes = plt.subplots(rows_of_panels, columns, sharey=True, sharex=True, squeeze=False,
+                             figsize=(3.0 * columns + 1.6, rows_of_panels * (0.26 * len(subjects) + 0.9) + 0.6))
+    for ax in axes.flat[len(corpora):]:
+        ax.set_visible(False)
+    for ax, corpus in zip(axes.flat, corpora):
         values = []
         for subject in subjects:
             hit = rows[(rows["corpus"] == corpus) & (rows["subject"] == subject)]
-            values.append(float(hit["mb_s"].iloc[0]) if len(hit) else 0.0)
-        for y, (subject, value) in enumerate(zip(subjects, values)):
-            ax.barh(y, value, height=0.75, color=palette(subject), hatch="//" if subject in peers else None,
+            values.append(float(hit[value].iloc[0]) if len(hit) else 0.0)
+        for y, (subject, bar) in enumerate(zip(subjects, values)):
+            ax.barh(y, bar, height=0.75, color=palette(subject), hatch="//" if subject in peers else None,
                     edgecolor="black" if subject in peers else "none", linewidth=0.3)
         ax.set_xscale("log")
         ax.set_title(corpus, fontsize=9)
         ax.grid(True, axis="x", alpha=0.3)
         ax.tick_params(axis="x", labelsize=7.5)
     axes[0][0].set_yticks(range(len(subjects)))
-    axes[0][0].set_yticklabels(subjects, fontsize=8)
     axes[0][0].invert_yaxis()
-    fig.supxlabel("MB/s (log scale; longer is faster)", fontsize=9)
+    for row in axes:
+        row[0].set_yticklabels(subjects, fontsize=8)
+    fig.supxlabel(xlabel, fontsize=9)
     fig.suptitle(title, fontsize=10)
     return _save(fig, out_dir, name)
 

@@ -68,10 +68,24 @@ class Report:
                 if name.startswith("(") or name in out:
                     continue
                 out[name] = {"kind": row["kind"], "declared_exact": None, "summary": "", "capabilities": []}
+                if row["kind"] == "encoder":
+                    out[name].update(_registered(name))
         return out
 
     def section_notes(self, section: str) -> str:
         return notes(self.notes.get(section, []))
+
+
+def _registered(name: str) -> dict:
+    """What the registry declares about an encoder (for results that did not record it, e.g. asv)."""
+    from algorithms.errors import UnknownNameError
+    from algorithms.registry import get_encoder_class
+
+    try:
+        cls = get_encoder_class(name)
+    except UnknownNameError:
+        return {}
+    return {"declared_exact": cls.is_exact(), "summary": cls.summary, "capabilities": sorted(cls.capabilities)}
 
 
 # ----------------------------------------------------------------------------- summary
@@ -117,7 +131,7 @@ def _exactness(report: Report, name: str, info: dict) -> tuple[str, str]:
     rows = report.agreement[(report.agreement["subject"] == name) & report.agreement["inputs"].notna()]
     declared = info.get("declared_exact")
     if rows.empty:
-        kind = {True: "declared exact", False: "declared approximate"}.get(declared, "peer")
+        kind = {True: "declared exact", False: "declared approximate"}.get(declared, info.get("kind", ""))
         return f"{kind.capitalize()}; agreement with naive not measured in this run.", ""
     by_mode = {m: g for m, g in rows.groupby("mode")}
     inputs, same = int(rows["inputs"].sum()), int(rows["exact_matches"].sum())
@@ -150,23 +164,27 @@ def _exactness(report: Report, name: str, info: dict) -> tuple[str, str]:
 
 
 def _scaling_sentence(report: Report, name: str, stage: str, what: str) -> str:
+    """``what`` then the fitted exponent per input of ``stage`` (at most two), where it stopped or failed."""
     exps = analysis.exponents(report.timings, stage)
-    rows = exps[exps["subject"] == name]
-    if rows.empty:
-        return ""
-    row = rows.iloc[0]
-    failure = ""
-    if row["error"]:
-        at = f" at {size(row['error_at'])}" if not missing(row["error_at"]) else ""
-        failure = f"<b>failed{at}</b> ({esc(row['error'][:120])})"
-    if missing(row["exponent"]):
-        return f"{what}: {failure}." if failure else ""
-    where = f"{esc(row['vocab'])}, {esc(row['corpus'])}" if len(report.vocabs) > 1 else esc(row["corpus"])
-    text = (f"{what}: runtime grows as n<sup>{row['exponent']:.2f}</sup> "
-            f"({where}, up to {size(row['largest'])} in {seconds(row['largest_s'])})")
-    if not missing(row["skipped_from"]):
-        text += f", stopped before {size(row['skipped_from'])} (over the time cap)"
-    return text + (f"; {failure}" if failure else "") + "."
+    parts = []
+    for _, row in exps[exps["subject"] == name].head(2).iterrows():
+        where = esc(row["corpus"])
+        if row["vocab"] and len(report.vocabs) > 1:
+            where = f"{esc(row['vocab'])} {where}"
+        failure = ""
+        if row["error"]:
+            at = f" at {size(row['error_at'])}" if not missing(row["error_at"]) else ""
+            failure = f"<b>failed{at}</b> ({esc(row['error'][:120])})"
+        if missing(row["exponent"]):
+            if failure:
+                parts.append(f"{failure} on {where}")
+            continue
+        text = (f"n<sup>{row['exponent']:.2f}</sup> on {where} (up to {size(row['largest'])} in "
+                f"{seconds(row['largest_s'])}")
+        if not missing(row["skipped_from"]):
+            text += f"; stopped before {size(row['skipped_from'])}, over the time cap"
+        parts.append(text + ")" + (f", {failure}" if failure else ""))
+    return f"{what} " + "; ".join(parts) + "." if parts else ""
 
 
 def _speed_sentence(report: Report, name: str) -> str:
@@ -175,13 +193,15 @@ def _speed_sentence(report: Report, name: str) -> str:
         return ""
     mean_mb = analysis.geometric_mean(rows["mb_s"])
     vs = analysis.geometric_mean(rows["vs_tiktoken"])
-    text = f"Pipeline throughput {number(mean_mb)} MB/s (geometric mean over {len(rows)} corpus runs)"
+    over = f"geometric mean over {len(rows)} corpus runs"
+    text = f"Pipeline throughput {number(mean_mb)} MB/s ({over})" if not missing(mean_mb) else ""
     if not missing(vs) and not analysis.is_baseline(name):
-        text += f", <b>{ratio(vs)}</b> tiktoken's speed" + (" (faster)" if vs > 1.05 else " (slower)"
-                                                              if vs < 0.95 else " (on par)")
-    elif not analysis.is_baseline(name):
+        verdict = " (faster)" if vs > 1.05 else " (slower)" if vs < 0.95 else " (on par)"
+        text = (f"{text}, <b>{ratio(vs)}</b> tiktoken's speed{verdict}" if text
+                else f"Pipeline speed <b>{ratio(vs)}</b> tiktoken's{verdict} ({over})")
+    elif text and not analysis.is_baseline(name):
         text += "; tiktoken not measured on these corpora"
-    return text + "."
+    return text + "." if text else ""
 
 
 PASSED = ("pass", "passed", "ok")
@@ -211,6 +231,9 @@ def _verdicts(report: Report) -> str:
     if not subjects:
         return '<p class="note">No results yet.</p>'
     out = []
+    # our sweep's scaling stage is pure BPE; imported (asv) inputs are named by their benchmark
+    imported = (report.meta.get("plan", {}) or {}).get("preset") == "asv"
+    scaling_what = "Runtime grows as" if imported else "Raw BPE runtime grows as"
     for kind, heading in (("encoder", "Encoders"), ("peer", "Peers")):
         names = [n for n, i in subjects.items() if i.get("kind") == kind]
         if not names:
@@ -220,8 +243,8 @@ def _verdicts(report: Report) -> str:
             info = subjects[name]
             exact, cls = _exactness(report, name, info)
             sentences = [exact,
-                         _scaling_sentence(report, name, "scaling", "Raw BPE"),
-                         _scaling_sentence(report, name, "worst_case", "Unsplittable input"),
+                         _scaling_sentence(report, name, "scaling", scaling_what),
+                         _scaling_sentence(report, name, "worst_case", "Unsplittable input:"),
                          _speed_sentence(report, name),
                          _conformance_sentence(report, name)]
             summary = f' <span class="note">{esc(info.get("summary", ""))}</span>' if info.get("summary") else ""
@@ -265,7 +288,7 @@ def _runtime_section(report: Report, stage: str, intro: str, note_key: str) -> s
 def _slug(text: str) -> str:
     """A file-name-safe form (the last path component of a vocabulary or corpus given by path)."""
     text = Path(str(text)).name if "/" in str(text) else str(text)
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:60] or "x"
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:60] or "default"
 
 
 #: corpora per throughput table (three metrics each keep a table within the page width)
@@ -281,8 +304,14 @@ def _throughput(report: Report) -> str:
     if t.empty:
         return out[0] + '<p class="note">Not measured in this run.</p>'
     for vocab, by_vocab in t.groupby("vocab", sort=False):
-        name = plots.throughput_chart(by_vocab, report.palette, report.out, f"throughput-{_slug(vocab)}.png",
-                                      title=f"{vocab}: pipeline throughput (peers hatched)")
+        if by_vocab["mb_s"].notna().any():
+            name = plots.throughput_chart(by_vocab, report.palette, report.out, f"throughput-{_slug(vocab)}.png",
+                                          title=f"{vocab}: pipeline throughput (peers hatched)")
+        else:  # sizes unknown (asv results): calls per second still rank the subjects
+            name = plots.throughput_chart(by_vocab.assign(calls_s=1 / by_vocab["median_s"]), report.palette,
+                                          report.out, f"throughput-{_slug(vocab)}.png", value="calls_s",
+                                          title=f"{vocab}: calls per second (input sizes not recorded)",
+                                          xlabel="calls per second (log scale; longer is faster)")
         out.append(f"<h3>{esc(vocab)}</h3>" + image(name, f"throughput chart for {vocab}"))
         order = (by_vocab.groupby("subject", sort=False)
                  .apply(lambda g: analysis.geometric_mean(g["vs_tiktoken"]) if g["vs_tiktoken"].notna().any()
