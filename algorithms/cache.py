@@ -1,0 +1,435 @@
+"""Zero-copy vocabulary loading: the compiled form written once, memory-mapped afterwards.
+
+Loading ``o200k_base`` from its tiktoken file means base64-decoding 200k lines,
+building Python lists and dicts, deriving the merge table and building the tries:
+seconds. Seed 002's recipe is to do that work once, offline, and at load time
+only map the result. ``cached_vocabulary(source, loader_id, build)`` does this:
+
+* the first time, ``build()`` loads the vocabulary the slow way; its
+  :class:`~algorithms.compiled.Tables`, its :class:`~algorithms.matching.Matcher`,
+  its priorities (and merge list) and a small JSON header (name, pattern, special
+  tokens, normalizer, ...) are written to one file in the cache directory;
+* afterwards the file is memory-mapped (copy-on-write, so the arrays are ordinary
+  writable numpy arrays of the same numba types, but nothing is copied until
+  written) and the vocabulary is a :class:`CachedVocabulary`, whose Python
+  ``tokens`` list, ``merges`` dict and bytes->id dict are only built if something
+  asks for them (decoding, the reference encoder). Encoding needs none of them.
+
+Cache file layout (little-endian)::
+
+    magic (16 bytes) | header length (8) | sha256 of the header (32) | header (JSON)
+    | arrays, each at a 64-byte aligned offset
+
+The header lists every array (name, dtype, shape, offset) and the total file size.
+
+Keys and staleness: the file name holds a hash of the format version, the loader
+id (a built-in name, or a path and its format), the source file's size,
+modification time and sha256 (about 2 ms for o200k), and the size and
+modification time of the modules that define the stored layout
+(``compiled.py``, ``matching.py``, ``vocabulary.py``, the loaders, this module).
+Change any of these and the key changes: the vocabulary is rebuilt, and older
+files for the same loader id are removed.
+
+Damage: a file whose magic, header checksum, total size (truncation), key, array
+bounds or array shapes do not check out is ignored and rebuilt, so it can never
+produce wrong ids. The array bytes themselves are not hashed on every load (that
+would read all 45 MB); ``verify=True`` (or ``BPEBENCH_VERIFY_CACHE=1``) also checks
+their sha256.
+
+Concurrency: a file is written under a temporary name in the same directory and
+moved into place with ``os.replace`` (atomic), so two processes building at once
+both end with a complete file and readers never see a partial one.
+
+Location: ``$BPEBENCH_CACHE/vocabularies`` (default ``~/.cache/bpebench/vocabularies``);
+``BPEBENCH_CACHE=off`` disables the cache. An unwritable directory is not an error.
+
+Complexity: a cached load is O(header) plus one ``mmap``; building is the loader's
+cost plus ``compile_vocabulary`` and ``build_matcher``. Exact: the arrays are the
+ones the build computed, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import mmap
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .vocabulary import Vocabulary
+
+FORMAT_VERSION = 1
+MAGIC = b"BPEBENCH-VOCAB\x00\x01"
+_PREFIX = len(MAGIC) + 8 + 32
+_ALIGN = 64
+_SUFFIX = ".bpv"
+_DISABLED = {"off", "0", "none", "false"}
+#: modules whose code decides what a cache file holds (their size and mtime are in the key)
+_LAYOUT_MODULES = ("cache.py", "compiled.py", "matching.py", "vocabulary.py", "loaders")
+_ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
+
+
+class CacheDamaged(Exception):
+    """A cache file that must not be used (raised and handled inside this module)."""
+
+
+# ----------------------------------------------------------------------------- location and keys
+def cache_dir() -> Path | None:
+    """Where vocabulary caches live, or None when caching is off (``BPEBENCH_CACHE=off``)."""
+    root = os.environ.get("BPEBENCH_CACHE")
+    if root is not None and root.strip().lower() in _DISABLED:
+        return None
+    base = Path(root) if root else Path.home() / ".cache" / "bpebench"
+    return base / "vocabularies"
+
+
+def _layout_fingerprint() -> list:
+    here = Path(__file__).resolve().parent
+    stamps = []
+    for name in _LAYOUT_MODULES:
+        path = here / name
+        files = sorted(path.glob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            stamps.append([f.name, st.st_size, st.st_mtime_ns])
+    return stamps
+
+
+def source_key(source: str | Path, loader_id: str) -> str:
+    """The cache key of a vocabulary built by ``loader_id`` from the file ``source``."""
+    path = Path(source)
+    st = path.stat()
+    with path.open("rb") as f:
+        content = hashlib.sha256(f.read()).hexdigest()
+    described = [FORMAT_VERSION, loader_id, st.st_size, st.st_mtime_ns, content, _layout_fingerprint()]
+    return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:32]
+
+
+def _label(loader_id: str) -> str:
+    """A file-name-safe prefix that identifies the loader id (for removing stale files)."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", loader_id)[-40:].strip("_.")
+    return f"{readable}-{hashlib.sha256(loader_id.encode()).hexdigest()[:8]}"
+
+
+def cache_path(source: str | Path, loader_id: str) -> Path | None:
+    """The file that holds (or will hold) this vocabulary's cache; None when caching is off."""
+    root = cache_dir()
+    if root is None:
+        return None
+    return root / f"{_label(loader_id)}-{source_key(source, loader_id)}{_SUFFIX}"
+
+
+# ----------------------------------------------------------------------------- the lazy vocabulary
+class CachedVocabulary(Vocabulary):
+    """A Vocabulary mapped from a cache file. ``tokens`` and ``merges`` are built from the
+    mapped arrays on first access; everything else is there at once."""
+
+    @property
+    def tokens(self) -> list[bytes]:
+        tokens = self.__dict__.get("_tokens")
+        if tokens is None:
+            buf = self._token_bytes.tobytes()
+            starts = self._token_start.tolist()
+            tokens = [buf[a:b] for a, b in zip(starts, starts[1:])]
+            self.__dict__["_tokens"] = tokens
+        return tokens
+
+    @tokens.setter
+    def tokens(self, value: list[bytes]) -> None:
+        self.__dict__["_tokens"] = value
+
+    @property
+    def merges(self):
+        merges = self.__dict__.get("_merges", ())
+        if merges == ():
+            columns = self.__dict__.get("_merge_columns")
+            if columns is None:
+                merges = None
+            else:
+                left, right, priority, merged = (c.tolist() for c in columns)
+                merges = {(a, b): (p, m) for a, b, p, m in zip(left, right, priority, merged)}
+            self.__dict__["_merges"] = merges
+        return merges
+
+    @merges.setter
+    def merges(self, value) -> None:
+        self.__dict__["_merges"] = value
+
+    def __len__(self) -> int:
+        return len(self.priority)
+
+
+# ----------------------------------------------------------------------------- writing
+def _flatten(prefix: str, record, arrays: dict, scalars: dict, types: dict) -> None:
+    """Put the arrays of a (nested) NamedTuple into ``arrays``, its other fields into ``scalars``."""
+    types[prefix] = f"{type(record).__module__}:{type(record).__qualname__}"
+    for field, value in zip(record._fields, record):
+        name = f"{prefix}.{field}"
+        if isinstance(value, np.ndarray):
+            arrays[name] = value
+        elif isinstance(value, tuple) and hasattr(value, "_fields"):
+            _flatten(name, value, arrays, scalars, types)
+        elif isinstance(value, (bool, int, float, np.integer, np.floating)):
+            scalars[name] = value.item() if isinstance(value, np.generic) else value
+        else:
+            raise TypeError(f"cannot store {name} of type {type(value).__name__}")
+
+
+def _vocabulary_meta(vocab: Vocabulary) -> dict:
+    return {
+        "class": "CachedVocabulary",
+        "name": vocab.name,
+        "rule": vocab.rule,
+        "special_tokens": vocab.special_tokens,
+        "pattern": vocab.pattern,
+        "normalizer": vocab.normalizer,
+        "excluded": sorted(int(i) for i in vocab.excluded),
+        "hidden": sorted(int(i) for i in vocab.hidden),
+        "byte_fallback": None if vocab.byte_fallback is None
+        else {str(k): int(v) for k, v in vocab.byte_fallback.items()},
+        "whole_piece_lookup": bool(vocab.whole_piece_lookup),
+        "source": vocab.source,
+        "fingerprint": vocab.fingerprint,
+        "dead_merges": int(getattr(vocab, "_dead_merges", 0)),
+    }
+
+
+def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
+    """Compile ``vocab`` (tables and matcher) and write it to ``path`` atomically."""
+    from .compiled import compile_vocabulary
+    from .matching import build_matcher
+
+    tables = compile_vocabulary(vocab)
+    matcher = build_matcher(vocab)
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict = {}
+    types: dict[str, str] = {}
+    _flatten("tables", tables, arrays, scalars, types)
+    _flatten("matcher", matcher, arrays, scalars, types)
+    arrays["vocab.priority"] = vocab.priority
+    if vocab.rule == "merges" and vocab.merges is not None:
+        items = sorted(vocab.merges.items())
+        for i, column in enumerate(("left", "right", "priority", "merged")):
+            values = [pair[i] for pair, _ in items] if i < 2 else [v[i - 2] for _, v in items]
+            arrays[f"merges.{column}"] = np.array(values, dtype=np.int64)
+    directory = {}
+    offset = 0
+    for name, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        arrays[name] = arr
+        directory[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
+        offset += -(-arr.nbytes // _ALIGN) * _ALIGN
+    data_hash = hashlib.sha256()
+    for arr in arrays.values():
+        data_hash.update(memoryview(arr).cast("B"))
+    header = {
+        "format": FORMAT_VERSION, "key": key, "meta": _vocabulary_meta(vocab), "scalars": scalars,
+        "types": types, "arrays": directory, "data_bytes": offset, "data_sha256": data_hash.hexdigest(),
+    }
+    data_start = 0
+    while True:  # the header holds its own end; grow until the numbers fit
+        header["data_start"] = data_start
+        header["file_size"] = data_start + offset
+        header_bytes = json.dumps(header, sort_keys=True).encode()
+        needed = -(-(_PREFIX + len(header_bytes)) // _ALIGN) * _ALIGN
+        if needed <= data_start:
+            break
+        data_start = needed
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(MAGIC)
+            f.write(len(header_bytes).to_bytes(8, "little"))
+            f.write(hashlib.sha256(header_bytes).digest())
+            f.write(header_bytes)
+            f.write(b"\0" * (data_start - f.tell()))
+            for name, arr in arrays.items():
+                f.write(memoryview(arr).cast("B"))
+                f.write(b"\0" * (-arr.nbytes % _ALIGN))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is shareable
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ----------------------------------------------------------------------------- reading
+def _read_header(f, size: int) -> dict:
+    prefix = f.read(_PREFIX)
+    if len(prefix) < _PREFIX or prefix[: len(MAGIC)] != MAGIC:
+        raise CacheDamaged("not a bpebench vocabulary cache (bad magic)")
+    length = int.from_bytes(prefix[len(MAGIC) : len(MAGIC) + 8], "little")
+    if length > size:
+        raise CacheDamaged("header length past the end of the file")
+    header_bytes = f.read(length)
+    if hashlib.sha256(header_bytes).digest() != prefix[len(MAGIC) + 8 :]:
+        raise CacheDamaged("header checksum mismatch")
+    return json.loads(header_bytes)
+
+
+def _resolve_type(spec: str):
+    module_name, _, qualname = spec.partition(":")
+    if not module_name.startswith("algorithms."):
+        raise CacheDamaged(f"unexpected record type {spec}")
+    return getattr(importlib.import_module(module_name), qualname)
+
+
+def _rebuild(prefix: str, types: dict, arrays: dict, scalars: dict):
+    cls = _resolve_type(types[prefix])
+    values = []
+    for field in cls._fields:
+        name = f"{prefix}.{field}"
+        if name in arrays:
+            values.append(arrays[name])
+        elif name in scalars:
+            values.append(scalars[name])
+        elif name in types:
+            values.append(_rebuild(name, types, arrays, scalars))
+        else:
+            raise CacheDamaged(f"field {name} missing")
+    return cls(*values)
+
+
+def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
+    """The invariants the kernels rely on (they do not bounds-check)."""
+    n = len(tables.token_len)
+    per_token = [tables.priority, tables.split_left, tables.split_right, priority,
+                 matcher.next_prefix, matcher.next_suffix]
+    ok = (
+        all(len(a) == n for a in per_token)
+        and tables.token_start.shape == (n + 1,)
+        and (n == 0 or int(tables.token_start[-1]) == len(tables.token_bytes))
+        and tables.byte_token.shape == (256,)
+        and len(tables.pair_keys) == len(tables.pair_vals)
+        and matcher.rows.shape == (n, 4)
+        and matcher.forward.cells.ndim == 2 and matcher.forward.cells.shape[1] == 4
+        and matcher.backward.cells.ndim == 2 and matcher.backward.cells.shape[1] == 4
+    )
+    if not ok:
+        raise CacheDamaged("array shapes are inconsistent")
+
+
+def read_cache(path: Path, key: str, *, verify: bool = False) -> CachedVocabulary:
+    """The vocabulary stored at ``path``; raises FileNotFoundError or CacheDamaged."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        header = _read_header(f, size)
+        if header.get("format") != FORMAT_VERSION or header.get("key") != key:
+            raise CacheDamaged("stale cache (format or key differ)")
+        if header.get("file_size") != size:
+            raise CacheDamaged(f"file is {size} bytes, expected {header.get('file_size')} (truncated?)")
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    data_start = header["data_start"]
+    arrays = {}
+    for name, spec in header["arrays"].items():
+        dtype = np.dtype(spec["dtype"])
+        if spec["dtype"] not in _ALLOWED_DTYPES:
+            raise CacheDamaged(f"unexpected dtype {spec['dtype']}")
+        count = int(np.prod(spec["shape"], dtype=np.int64))
+        start = data_start + spec["offset"]
+        if start + count * dtype.itemsize > size:
+            raise CacheDamaged(f"array {name} runs past the end of the file")
+        arrays[name] = np.frombuffer(mapped, dtype=dtype, count=count, offset=start).reshape(spec["shape"])
+    if verify:
+        digest = hashlib.sha256()
+        for name in header["arrays"]:
+            digest.update(memoryview(np.ascontiguousarray(arrays[name])).cast("B"))
+        if digest.hexdigest() != header["data_sha256"]:
+            raise CacheDamaged("array data checksum mismatch")
+    types, scalars = header["types"], header["scalars"]
+    tables = _rebuild("tables", types, arrays, scalars)
+    matcher = _rebuild("matcher", types, arrays, scalars)
+    priority = arrays["vocab.priority"]
+    _check_shapes(tables, matcher, priority)
+    return _vocabulary_from(header["meta"], tables, matcher, priority, arrays)
+
+
+def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVocabulary:
+    vocab = CachedVocabulary.__new__(CachedVocabulary)
+    merge_columns = None
+    if "merges.left" in arrays:
+        merge_columns = tuple(arrays[f"merges.{c}"] for c in ("left", "right", "priority", "merged"))
+    fallback = meta["byte_fallback"]
+    vocab.__dict__.update(
+        name=meta["name"], priority=priority, rule=meta["rule"],
+        special_tokens=dict(meta["special_tokens"]), pattern=meta["pattern"],
+        normalizer=meta["normalizer"], excluded=frozenset(meta["excluded"]),
+        hidden=frozenset(meta["hidden"]),
+        byte_fallback=None if fallback is None else {int(k): v for k, v in fallback.items()},
+        whole_piece_lookup=meta["whole_piece_lookup"], source=meta["source"],
+        # derived values the build already computed
+        fingerprint=meta["fingerprint"], byte_token=tables.byte_token,
+        splits=(tables.split_left, tables.split_right),
+        _compiled_tables=tables, _dead_merges=meta["dead_merges"], _matcher=matcher,
+        # the lazy parts
+        _token_bytes=tables.token_bytes, _token_start=tables.token_start, _tokens=None,
+        _merge_columns=merge_columns, _merges=() if meta["rule"] == "merges" else None,
+    )
+    return vocab
+
+
+# ----------------------------------------------------------------------------- the entry point
+def _remove_stale(path: Path) -> None:
+    """Remove other cache files of the same loader id (older keys)."""
+    label = path.name[: -len(_SUFFIX) - 33]  # "<label>-<32 hex key>.bpv"
+    stale = [p for p in path.parent.glob(f"{label}-*{_SUFFIX}") if p != path and len(p.name) == len(path.name)]
+    now = time.time()
+    for tmp in path.parent.glob(f"{label}-*{_SUFFIX}.*.tmp"):  # left by a killed writer
+        try:
+            if now - tmp.stat().st_mtime > 3600:
+                stale.append(tmp)
+        except OSError:
+            pass
+    for other in stale:
+        try:
+            other.unlink()
+        except OSError:
+            pass
+
+
+def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vocabulary],
+                      *, verify: bool | None = None) -> Vocabulary:
+    """The vocabulary ``build()`` makes from the file ``source``, through the disk cache.
+
+    ``loader_id`` names how ``build`` reads ``source`` (it is part of the key). Returns the
+    mapped :class:`CachedVocabulary` when a valid cache file exists; otherwise builds,
+    writes the cache (best effort) and returns the freshly built vocabulary.
+    """
+    if verify is None:
+        verify = os.environ.get("BPEBENCH_VERIFY_CACHE", "") not in ("", "0")
+    try:
+        path = cache_path(source, loader_id)
+    except OSError:
+        path = None  # unreadable source: let the loader report it
+    if path is None:
+        return build()
+    key = path.name[-len(_SUFFIX) - 32 : -len(_SUFFIX)]
+    try:
+        return read_cache(path, key, verify=verify)
+    except (FileNotFoundError, CacheDamaged, ValueError, KeyError, TypeError, AttributeError):
+        pass  # missing, stale or damaged: rebuild below
+    except OSError:
+        pass
+    vocab = build()
+    try:
+        write_cache(path, key, vocab)
+        _remove_stale(path)
+    except Exception:  # noqa: BLE001 - best effort: a read-only or full disk, or a vocabulary
+        pass  # the compiled form cannot be built for (its problems() say why), is just not cached
+    return vocab
