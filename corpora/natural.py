@@ -6,7 +6,7 @@
   fields). The fields overlap (a poster line is a prefix of a specimen), so each
   paragraph is kept once, longest fields first. 2-7 kB per language.
 * ``udhr-all``: the same for every language that has a sample text (~750
-  languages, ~1.5 MB), ordered by language id: a mix of ~60 scripts.
+  languages in dozens of scripts, ~1 MB), ordered by language id.
 * ``prose-en``: English prose: the reference-manual topics that CPython ships in
   ``pydoc_data.topics`` (what ``help("if")`` prints), sorted by topic. ~460 kB.
 
@@ -104,7 +104,7 @@ for _code, _lang_id in UDHR_LANGUAGES.items():
 
 @register_corpus(
     "udhr-all",
-    description="Every language with a sample text in gflanguages (~750 languages, ~60 scripts), UDHR"
+    description="Every language with a sample text in gflanguages (~750 languages, dozens of scripts), UDHR"
     " excerpts ordered by language id, one paragraph block per language.",
     category="natural",
 )

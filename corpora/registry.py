@@ -156,6 +156,9 @@ def get(name: str | os.PathLike, **params) -> str | bytes:
     """
     name = os.fspath(name)
     if name not in names() and (os.sep in name or "/" in name or Path(name).exists()):
+        extra = sorted(set(params) - {"size"})
+        if extra:
+            raise BpebenchError(f"a user corpus (a path) takes only size=, not {extra[0]}=")
         return read_user_corpus(name, **params)
     spec = corpus(name)
     params = _check_params(spec, params)
