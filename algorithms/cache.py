@@ -230,8 +230,8 @@ def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
         directory[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
         offset += -(-arr.nbytes // _ALIGN) * _ALIGN
     data_hash = hashlib.sha256()
-    for arr in arrays.values():
-        data_hash.update(memoryview(arr).cast("B"))
+    for name in sorted(arrays):  # the order the reader sees (the header's keys are sorted)
+        data_hash.update(memoryview(arrays[name]).cast("B"))
     header = {
         "format": FORMAT_VERSION, "key": key, "meta": _vocabulary_meta(vocab), "scalars": scalars,
         "types": types, "arrays": directory, "data_bytes": offset, "data_sha256": data_hash.hexdigest(),
@@ -348,7 +348,7 @@ def read_cache(path: Path, key: str, *, verify: bool = False) -> CachedVocabular
         arrays[name] = np.frombuffer(mapped, dtype=dtype, count=count, offset=start).reshape(spec["shape"])
     if verify:
         digest = hashlib.sha256()
-        for name in header["arrays"]:
+        for name in sorted(header["arrays"]):
             digest.update(memoryview(np.ascontiguousarray(arrays[name])).cast("B"))
         if digest.hexdigest() != header["data_sha256"]:
             raise CacheDamaged("array data checksum mismatch")

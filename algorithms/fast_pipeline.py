@@ -262,7 +262,7 @@ class FusedPipeline:
 
     def _check(self, data: np.ndarray) -> None:
         if not self._all_bytes_are_tokens:
-            from .matching import check_encodable
+            from .encoder import check_encodable
 
             check_encodable(self.vocabulary, data)
 

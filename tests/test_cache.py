@@ -1,0 +1,221 @@
+"""The zero-copy vocabulary cache: built once, mapped afterwards, rebuilt when deleted,
+damaged or stale, safe when two processes build at once, and never a different id."""
+
+from __future__ import annotations
+
+import base64
+import multiprocessing
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from algorithms import cache
+from algorithms.loaders import _CACHE, load_vocabulary
+from algorithms.loaders.tiktoken_file import load_tiktoken
+from algorithms.naive import bpe_reference
+from algorithms.registry import make_encoder
+
+SAMPLE = "The zero-copy cache maps the compiled arrays; hello world 12345, naïve café!\n" * 3
+N_TOKENS = 3000  # the first ranks of cl100k are a complete, much smaller vocabulary
+
+
+@pytest.fixture(scope="module")
+def small_tiktoken_file(tmp_path_factory) -> Path:
+    """A tiktoken file with cl100k's first N_TOKENS ranks (every token merges from earlier ones)."""
+    tokens = load_vocabulary("cl100k_base").tokens[:N_TOKENS]
+    path = tmp_path_factory.mktemp("vocab") / "small.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens)))
+    return path
+
+
+@pytest.fixture()
+def cache_root(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "vocabularies"
+
+
+class Builds:
+    """``build`` for ``cached_vocabulary`` that counts how often it really ran."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.count = path, 0
+
+    def __call__(self):
+        self.count += 1
+        return load_tiktoken(self.path, name="small")
+
+
+def load(path: Path, builds: Builds, **kwargs):
+    return cache.cached_vocabulary(path, f"test:{path}", builds, **kwargs)
+
+
+def ids(vocab) -> list[int]:
+    return make_encoder("backtracking", vocab).encode(SAMPLE.encode())
+
+
+def cache_files(root: Path) -> list[Path]:
+    return sorted(root.glob("*.bpv"))
+
+
+@pytest.fixture()
+def expected(small_tiktoken_file) -> list[int]:
+    """The naive reference on the freshly parsed file: the ids every cached load must give."""
+    return bpe_reference(load_tiktoken(small_tiktoken_file, name="small"), SAMPLE.encode())
+
+
+# ============================================================================= hit and miss
+def test_first_load_builds_later_loads_map(small_tiktoken_file, cache_root, expected):
+    builds = Builds(small_tiktoken_file)
+    built = load(small_tiktoken_file, builds)
+    assert builds.count == 1 and type(built).__name__ == "Vocabulary"
+    assert len(cache_files(cache_root)) == 1
+    mapped = load(small_tiktoken_file, builds, verify=True)
+    assert builds.count == 1 and isinstance(mapped, cache.CachedVocabulary)
+    assert ids(built) == ids(mapped) == expected
+    # the Python token list is only built when asked for, and then equals the source
+    assert mapped.__dict__["_tokens"] is None
+    assert mapped.tokens == built.tokens and mapped.decode_bytes(expected) == SAMPLE.encode()
+    assert mapped.fingerprint == built.fingerprint and mapped.problems() == built.problems() == []
+    assert (np.asarray(mapped.priority) == built.priority).all() and len(mapped) == N_TOKENS
+
+
+def test_deleted_cache_is_rebuilt(small_tiktoken_file, cache_root, expected):
+    builds = Builds(small_tiktoken_file)
+    load(small_tiktoken_file, builds)
+    for f in cache_files(cache_root):
+        f.unlink()
+    assert ids(load(small_tiktoken_file, builds)) == expected and builds.count == 2
+    assert isinstance(load(small_tiktoken_file, builds), cache.CachedVocabulary) and builds.count == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate-half", "truncate-last-byte", "header-byte", "magic", "empty"])
+def test_damaged_cache_is_detected_and_rebuilt(small_tiktoken_file, cache_root, expected, damage):
+    builds = Builds(small_tiktoken_file)
+    load(small_tiktoken_file, builds)
+    (path,) = cache_files(cache_root)
+    size = path.stat().st_size
+    raw = bytearray(path.read_bytes())
+    if damage == "truncate-half":
+        os.truncate(path, size // 2)
+    elif damage == "truncate-last-byte":
+        os.truncate(path, size - 1)
+    elif damage == "header-byte":
+        raw[len(cache.MAGIC) + 40 + 10] ^= 0x20  # inside the JSON header
+        path.write_bytes(bytes(raw))
+    elif damage == "magic":
+        raw[0] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    else:
+        path.write_bytes(b"")
+    with pytest.raises(cache.CacheDamaged):
+        cache.read_cache(path, path.name[-36:-4])
+    again = load(small_tiktoken_file, builds)
+    assert builds.count == 2 and ids(again) == expected
+    assert path.stat().st_size == size  # rewritten whole
+    assert ids(load(small_tiktoken_file, builds)) == expected and builds.count == 2
+
+
+def test_damaged_array_data_is_caught_by_verify(small_tiktoken_file, cache_root, expected):
+    builds = Builds(small_tiktoken_file)
+    load(small_tiktoken_file, builds)
+    (path,) = cache_files(cache_root)
+    raw = bytearray(path.read_bytes())
+    raw[-200] ^= 0x01  # inside the last array: sizes and header still check out
+    path.write_bytes(bytes(raw))
+    assert ids(load(small_tiktoken_file, builds, verify=True)) == expected and builds.count == 2
+
+
+# ============================================================================= staleness
+def test_touched_or_modified_source_is_rebuilt(small_tiktoken_file, tmp_path, cache_root, expected):
+    source = tmp_path / "copy.tiktoken"
+    shutil.copyfile(small_tiktoken_file, source)
+    builds = Builds(source)
+    load(source, builds)
+    (first,) = cache_files(cache_root)
+    stat = source.stat()
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # touch
+    assert ids(load(source, builds)) == expected and builds.count == 2
+    (second,) = cache_files(cache_root)  # the stale file was removed
+    assert second != first
+    # a new last merge: the first two tokens of " bpebench" (a valid pair, corollary II) join
+    small = load_tiktoken(source, name="small")
+    first, second = bpe_reference(small, b" bpebench")[:2]
+    with source.open("ab") as f:
+        f.write(base64.b64encode(small.tokens[first] + small.tokens[second]) + b" %d\n" % N_TOKENS)
+    vocab = load(source, builds)
+    assert builds.count == 3 and len(vocab) == N_TOKENS + 1
+    assert N_TOKENS in make_encoder("backtracking", vocab).encode(b" bpebench")
+    assert ids(vocab) == bpe_reference(vocab, SAMPLE.encode())
+    assert isinstance(load(source, builds), cache.CachedVocabulary) and builds.count == 3
+
+
+def test_layout_code_is_part_of_the_key(small_tiktoken_file, monkeypatch):
+    key = cache.source_key(small_tiktoken_file, "x")
+    assert cache.source_key(small_tiktoken_file, "y") != key  # another loader
+    monkeypatch.setattr(cache, "_layout_fingerprint", lambda: [["matching.py", 1, 2]])
+    assert cache.source_key(small_tiktoken_file, "x") != key  # other code that writes the arrays
+
+
+# ============================================================================= processes, loaders, switches
+def _build_in_process(path: str, barrier, results) -> None:
+    def slow_build():
+        vocab = load_tiktoken(path, name="small")
+        time.sleep(0.3)  # both processes are building before either writes
+        return vocab
+
+    barrier.wait()
+    vocab = cache.cached_vocabulary(Path(path), f"test:{path}", slow_build)
+    results.put((type(vocab).__name__, ids(vocab)))
+
+
+def test_two_processes_building_at_once(small_tiktoken_file, cache_root, expected):
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    workers = [ctx.Process(target=_build_in_process, args=(str(small_tiktoken_file), barrier, results))
+               for _ in range(2)]
+    for w in workers:
+        w.start()
+    got = [results.get(timeout=120) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+        assert w.exitcode == 0
+    assert got == [("Vocabulary", expected)] * 2  # both built and wrote
+    (path,) = cache_files(cache_root)
+    assert not list(cache_root.glob("*.tmp"))
+    builds = Builds(small_tiktoken_file)
+    assert ids(load(small_tiktoken_file, builds, verify=True)) == expected and builds.count == 0
+
+
+def test_load_vocabulary_of_a_path_goes_through_the_cache(small_tiktoken_file, cache_root, expected):
+    key = str(small_tiktoken_file)
+    for _ in range(2):
+        _CACHE.pop(key, None)
+        vocab = load_vocabulary(key)
+        assert ids(vocab) == expected and vocab.source == key
+    assert isinstance(vocab, cache.CachedVocabulary) and len(cache_files(cache_root)) == 1
+    _CACHE.pop(key, None)
+
+
+def test_cache_off(small_tiktoken_file, monkeypatch, tmp_path, expected):
+    monkeypatch.setenv("BPEBENCH_CACHE", "off")
+    builds = Builds(small_tiktoken_file)
+    assert cache.cache_dir() is None
+    assert ids(load(small_tiktoken_file, builds)) == ids(load(small_tiktoken_file, builds)) == expected
+    assert builds.count == 2
+
+
+def test_merges_vocabulary_round_trips(cache_root):
+    """HF ``tokenizer.json``: the merge list is stored as arrays and rebuilt on demand."""
+    from algorithms.loaders.hf_json import load_hf_tokenizer_json
+
+    source = Path(__file__).parent / "golden" / "bytelevel_bpe.json"
+    built = cache.cached_vocabulary(source, "test:hf", lambda: load_hf_tokenizer_json(source))
+    mapped = cache.cached_vocabulary(source, "test:hf", lambda: pytest.fail("should be mapped"))
+    assert isinstance(mapped, cache.CachedVocabulary) and mapped.rule == "merges"
+    assert mapped.merges == built.merges and mapped.special_tokens == built.special_tokens
+    data = "hello merges, café".encode()
+    assert make_encoder("backtracking", mapped).encode(data) == bpe_reference(built, data)

@@ -1,0 +1,199 @@
+"""The fused pipeline (compiled pre-tokenizer + backtracking in one numba call) against
+independent oracles: ``regex.findall`` + the ``naive`` reference, tiktoken, and the
+committed golden ids."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import corpora
+from algorithms.errors import BpebenchError
+from algorithms.fast_pipeline import FusedPipeline, unsupported_reason
+from algorithms.loaders import load_vocabulary
+from algorithms.peers import make_peer
+from algorithms.tokenizer import Tokenizer
+from algorithms.vocabulary import Vocabulary
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = json.loads((REPO / "tests" / "golden" / "golden.json").read_text(encoding="utf-8"))
+TIKTOKEN_VOCABULARIES = ["cl100k_base", "o200k_base", "qwen"]
+
+#: characters that exercise every branch of the patterns: contractions, case runs, digits,
+#: CR/LF runs, marks, NBSP (\s but not " "), U+017F (folds to s), other symbols
+TRICKY = list("aZk ' \n\r\t\x0b19.,/!?-_\u00e9\u0301\u017f\u212a\u00a0\u3000\u6771\u4eac\u0663\U0001f44d")
+texts = st.text(alphabet=st.sampled_from(TRICKY) | st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+def fused(name: str) -> Tokenizer:
+    tok = Tokenizer(load_vocabulary(name))
+    assert tok.fused, name
+    return tok
+
+
+def reference(name: str) -> Tokenizer:
+    """regex.findall + the naive definition: shares no code with the fused pipeline."""
+    tok = Tokenizer(load_vocabulary(name), algorithm="naive", pretokenizer="regex")
+    assert not tok.fused
+    return tok
+
+
+def tiktoken_peer(name: str):
+    pytest.importorskip("tiktoken")
+    return make_peer("tiktoken", load_vocabulary(name))
+
+
+# ============================================================================= golden and corpora
+@pytest.mark.parametrize("name", TIKTOKEN_VOCABULARIES)
+def test_golden_texts_equal_committed_ids_regex_path_and_tiktoken(name):
+    tok, peer = fused(name), tiktoken_peer(name)
+    regex_backtracking = Tokenizer(load_vocabulary(name), pretokenizer="regex")
+    expected = GOLDEN["vocabularies"][name]["ordinary"]
+    got = tok.encode_ordinary_batch(GOLDEN["texts"])
+    for text, ids, want in zip(GOLDEN["texts"], got, expected):
+        assert ids == want == tok.encode_ordinary(text), text
+        assert ids == regex_backtracking.encode_ordinary(text) == peer.encode_ordinary(text), text
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("corpus", ["prose-en", "code-python", "udhr-all"])
+def test_corpus_samples_equal_tiktoken(name, corpus):
+    text = corpora.get(corpus, size=60_000)
+    assert fused(name).encode_ordinary(text) == tiktoken_peer(name).encode_ordinary(text)
+
+
+@pytest.mark.parametrize("language", ["en", "zh", "ar", "hi", "th"])
+def test_natural_text_equals_the_naive_reference(language):
+    text = corpora.get(f"udhr-{language}", size=1200)
+    assert fused("o200k_base").encode_ordinary(text) == reference("o200k_base").encode_ordinary(text)
+
+
+# ============================================================================= generated text
+@pytest.mark.parametrize("name", TIKTOKEN_VOCABULARIES)
+@settings(deadline=None)
+@given(text=texts)
+@example(text="I'm  DON'T\r\n\r\n  x 12345 ſ's")
+@example(text="\u00a0\u00a0x \t\n")
+@example(text="cafe\u0301 Cafe\u0301S")  # NFC changes it for qwen
+def test_generated_text_equals_naive_and_tiktoken(name, text):
+    ids = fused(name).encode_ordinary(text)
+    assert ids == reference(name).encode_ordinary(text)
+    assert ids == tiktoken_peer(name).encode_ordinary(text)
+
+
+@settings(deadline=None)
+@given(batch=st.lists(texts, max_size=8))
+def test_batch_equals_one_text_at_a_time(batch):
+    tok = fused("cl100k_base")
+    assert tok.encode_ordinary_batch(batch) == [tok.encode_ordinary(t) for t in batch]
+    assert [tok.count(t) for t in batch] == [len(tok.encode_ordinary(t)) for t in batch]
+
+
+# ============================================================================= API details
+def test_batch_with_special_tokens_follows_encode():
+    tok = fused("cl100k_base")
+    batch = ["a<|endoftext|>b", "", "<|fim_middle|> x <|endoftext|>", "plain \ud800 surrogate", "<|endoftext|>"]
+    for kwargs in ({"allowed_special": "all"}, {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()},
+                   {"disallowed_special": ()}):
+        assert tok.encode_batch(batch, **kwargs) == [tok.encode(t, **kwargs) for t in batch]
+    with pytest.raises(BpebenchError):
+        tok.encode_batch(batch)  # tiktoken semantics: disallowed specials raise
+
+
+def test_lone_surrogates_take_the_reference_path():
+    tok = fused("o200k_base")
+    text = "abc\ud800def \udfff x"
+    assert tok.encode_ordinary(text) == reference("o200k_base").encode_ordinary(text)
+    assert tok.encode_ordinary_batch(["ok", text]) == [tok.encode_ordinary("ok"), tok.encode_ordinary(text)]
+
+
+def test_qwen_normalizes_before_the_fused_pipeline():
+    tok = fused("qwen")
+    assert tok.encode_ordinary("cafe\u0301") == tok.encode_ordinary("caf\u00e9")
+    assert tok.encode_ordinary_batch(["cafe\u0301"]) == [tok.encode_ordinary(unicodedata.normalize("NFC", "cafe\u0301"))]
+
+
+def test_pretokenizer_switch():
+    vocab = load_vocabulary("o200k_base")
+    assert Tokenizer(vocab, pretokenizer="compiled").fused
+    assert not Tokenizer(vocab, pretokenizer="regex").fused
+    assert not Tokenizer(vocab, algorithm="heap").fused  # other encoders stay measurable
+    assert not Tokenizer(load_vocabulary("mistral_v1")).fused
+    assert "pattern" in unsupported_reason(load_vocabulary("mistral_v1"))
+    with pytest.raises(BpebenchError, match="no compiled pre-tokenizer"):
+        Tokenizer(load_vocabulary("mistral_v1"), pretokenizer="compiled")
+
+
+# ============================================================================= piece cache, whole pieces
+@pytest.mark.parametrize("slots", [0, 1, 2, 64])
+def test_piece_cache_collisions_never_change_ids(slots):
+    """With one or two slots every cached piece collides with the next one."""
+    vocab = load_vocabulary("cl100k_base")
+    text = corpora.get("udhr-all", size=20_000)
+    expected = tiktoken_peer("cl100k_base").encode_ordinary(text)
+    pipeline = FusedPipeline(vocab, piece_cache_slots=slots)
+    assert pipeline.encode_utf8(text.encode()).tolist() == expected
+    ids, offsets = pipeline.encode_utf8_batch([text.encode(), b"", text.encode()])
+    assert ids.tolist() == expected * 2 and offsets.tolist() == [0, len(expected), len(expected), 2 * len(expected)]
+
+
+def test_whole_piece_lookup_emits_unreachable_tokens_like_tiktoken():
+    # "abc" is a token but neither "ab" nor "bc" is: BPE cannot produce it, tiktoken emits it whole
+    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"abc", b"xy", b"xyz"], name="u",
+                                  pattern="gpt2")
+    tiktoken = pytest.importorskip("tiktoken")
+    from algorithms.patterns import PATTERNS
+
+    enc = tiktoken.Encoding("u", pat_str=PATTERNS["gpt2"],
+                            mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)}, special_tokens={})
+    tok = Tokenizer(vocab)
+    assert tok.fused
+    for text in ["abc", "abcabc", " abc", "xy abc xyz", "abc\n"]:
+        assert tok.encode_ordinary(text) == enc.encode_ordinary(text), text
+    assert tok.encode_ordinary("abc") == [256]
+
+
+def test_bytes_that_are_not_tokens_are_a_one_line_error():
+    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(128)] + [b"ab"], name="ascii", pattern="gpt2")
+    tok = Tokenizer(vocab)
+    assert tok.fused and tok.encode_ordinary("ab ab") == [128, 32, 128]
+    with pytest.raises(BpebenchError, match="0xc3") as info:
+        tok.encode_ordinary("caf\u00e9")
+    assert "\n" not in str(info.value)
+
+
+# ============================================================================= long pieces
+def test_one_long_unsplittable_piece_equals_tiktoken():
+    peer = tiktoken_peer("o200k_base")
+    rng = np.random.default_rng(7)
+    text = "".join(rng.choice(list("abcdefghij"), size=6000))
+    assert fused("o200k_base").encode_ordinary(text) == peer.encode_ordinary(text)
+
+
+def test_runs_without_jit():
+    """NUMBA_DISABLE_JIT=1 runs the same kernel as plain Python and gives the same ids."""
+    from algorithms.cache import cache_dir
+
+    if cache_dir() is None:
+        pytest.skip("BPEBENCH_CACHE=off: without jit the subprocess would build cl100k in plain Python")
+    text = "Hello wörld, it's 2024!\n\n  東京 👍🏽"
+    expected = fused("cl100k_base").encode_ordinary(text)
+    script = (
+        "import sys; from algorithms.loaders import load_vocabulary; from algorithms.tokenizer import Tokenizer;"
+        "tok = Tokenizer(load_vocabulary('cl100k_base')); assert tok.fused;"
+        f"print(tok.encode_ordinary({text!r}))"
+    )
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == expected
