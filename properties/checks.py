@@ -18,7 +18,7 @@ check id               property
 ``pipeline``           Tokenizer with this encoder equals the peer library on text [exact]
 ``appending``          incremental counter (push / truncate) = count of a fresh encode
 ``prepending``         incremental counter, growing at the front
-``interval``           interval counts equal the count of the slice
+``interval``           interval counts equal the count of the slice (all intervals of short texts)
 ``split-at-n``         ``chunking.split_at_tokens``: <= n tokens, and no longer prefix fits
 ``minimal-bound``      a minimal-count encoder never uses more tokens than BPE
 =====================  ==========================================================
@@ -295,23 +295,30 @@ def _pipeline_applies(kind: str) -> str | None:
 
 
 def check_interval(ctx: Context, p: dict) -> None:
+    """Every interval of a short text (``queries`` when given) counts as its slice encodes."""
     enc, data = ctx.encoder(p["vocab"]), p["data"]
     counter = adapters.interval_counter(enc, data)
-    for start, end in p["queries"]:
+    queries = p.get("queries")
+    if queries is None:
+        queries = [(i, j) for i in range(len(data) + 1) for j in range(i, len(data) + 1)]
+    for start, end in queries:
         start, end = min(start, len(data)), min(end, len(data))
         start, end = min(start, end), max(start, end)
         got = counter(start, end)
         expected = len(oracles.reference(enc.vocab, data[start:end]))
         if got != expected:
             raise CheckFailed(f"interval count [{start}:{end}] of {shown(data)} = {got},"
-                              f" the slice {shown(data[start:end])} has {expected} tokens")
+                              f" the slice {shown(data[start:end])} has {expected} tokens", data)
 
 
 @st.composite
 def _interval_payload(draw, kind: str) -> dict:
-    p = draw(_bytes_payload(kind))
+    """Short texts get every interval checked; longer ones drawn queries."""
+    p = draw(_bytes_payload(kind, max_size=40))
     n = len(p["data"])
-    queries = draw(st.lists(st.tuples(st.integers(0, n), st.integers(0, n)), min_size=1, max_size=12))
+    if n <= 20:
+        return p
+    queries = draw(st.lists(st.tuples(st.integers(0, n), st.integers(0, n)), min_size=1, max_size=24))
     return {**p, "queries": [list(q) for q in queries]}
 
 

@@ -29,6 +29,20 @@ def _vocab_list(values: list[str] | None, default) -> list[str]:
     return out
 
 
+def _check_named_vocabularies(specs) -> None:
+    """A vocabulary the user named must exist (a built-in whose package is missing is only n/a)."""
+    from algorithms.loaders import BUILTIN
+
+    from .vocabularies import available
+
+    for spec in specs or []:
+        if spec == "random" or spec in BUILTIN:
+            continue
+        reason = available(spec)
+        if reason:
+            raise BpebenchError(reason)
+
+
 def _print_result(r, *, verbose: bool = False, out=None) -> None:
     out = out or sys.stdout
     secs = f"{r.seconds:7.2f}s"
@@ -69,6 +83,7 @@ def cmd_verify(args) -> int:
         _print_result(r, verbose=True)
         return 0 if r.ok else 1
     vocabularies = _vocab_list(args.vocab, DEFAULT_VOCABULARIES)
+    _check_named_vocabularies(args.vocab and vocabularies)
     checks = [c for v in args.check or [] for c in v.split(",") if c] or None
     exact = "exact" if "exact" in getattr(cls, "capabilities", ()) else "approximate"
     print(f"verify {target} ({exact}; capabilities: {', '.join(sorted(getattr(cls, 'capabilities', ())))})")
@@ -99,6 +114,7 @@ def cmd_fuzz(args) -> int:
     for t in targets:
         resolve_target(t)  # unknown names fail now, in one line
     vocabularies = _vocab_list(args.vocab, DEFAULT_VOCABULARIES)
+    _check_named_vocabularies(args.vocab and vocabularies)
     budget = args.minutes * 60.0
     end = time.monotonic() + budget
     print(f"fuzz {', '.join(targets)} for {args.minutes:g} min (profile fuzz, example database .hypothesis/)")

@@ -17,6 +17,8 @@ The paper's hand-worked cases are pinned: on the ``seed`` dictionary ``abacb`` -
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 
 from algorithms.vocabulary import Vocabulary
@@ -49,6 +51,16 @@ def _small_alphabet_bytes(draw, max_size: int = 48) -> bytes:
 
 
 @st.composite
+def _seeded_small_alphabet_bytes(draw) -> bytes:
+    """A longer random text over a few letters, from a drawn seed: rich vocabularies
+    (many overlapping tokens) at the cost of three choices for hypothesis to shrink."""
+    alphabet = draw(st.sampled_from(_SMALL_ALPHABETS))
+    length = draw(st.integers(4, 80))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    return bytes(rng.choice(alphabet) for _ in range(length))
+
+
+@st.composite
 def _repeated_unit(draw) -> bytes:
     """A short unit repeated: trains long tokens (runs, 2**k-byte powers)."""
     unit = draw(st.binary(min_size=1, max_size=3))
@@ -57,9 +69,10 @@ def _repeated_unit(draw) -> bytes:
 
 def training_chunk(*, small_alphabet_only: bool = False) -> st.SearchStrategy[bytes]:
     if small_alphabet_only:
-        return _small_alphabet_bytes()
+        return st.one_of(_small_alphabet_bytes(), _seeded_small_alphabet_bytes())
     return st.one_of(
         _small_alphabet_bytes(),
+        _seeded_small_alphabet_bytes(),
         _repeated_unit(),
         st.text(max_size=24).map(lambda s: s.encode("utf-8")).filter(bool),
         st.binary(min_size=1, max_size=32),

@@ -1,0 +1,131 @@
+"""Unit tests of the kit's parts: trainer, specs, codec, guard, probe, results."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from algorithms.naive import bpe_reference
+
+from .checks import CHECKS, payload_from_json, payload_to_json
+from .guard import CallTimeout, CheckFailed, GuardedEncoder, Probe, as_ids, cpu_time_limit
+from .kit import CheckResult, resolve_target
+from .vocabularies import parse_trained_spec, resolve, train_bpe, trained_spec
+
+
+def test_trainer_learns_the_most_frequent_pair_first():
+    """Hand-worked: in ``abab abc`` the pair ``ab`` occurs 3 times, then ``ab ab`` twice."""
+    v = train_bpe([b"ababab", b"abc"], merges=2, rule="ranks", alphabet="text")
+    assert v.tokens == [b"a", b"b", b"c", b"ab", b"abab"]
+    assert list(v.priority) == [0, 1, 2, 3, 4]
+    assert [v.tokens[i] for i in bpe_reference(v, b"abababc")] == [b"abab", b"ab", b"c"]
+
+
+def test_merges_rule_vocabulary_only_merges_listed_pairs():
+    """``resplit`` lists ``bb`` as ``b + b`` but ``bbb`` as ``b + bb`` (not the trained ``bb + b``):
+    BPE then never forms ``bbb`` from ``b b b`` (left merge first gives ``bb b``, unlisted)."""
+    v = train_bpe([b"bbb"], merges=2, rule="merges", alphabet="text", resplit=1)
+    merges = {(v.tokens[l], v.tokens[r]): v.tokens[m] for (l, r), (_, m) in v.merges.items()}
+    assert merges == {(b"b", b"b"): b"bb", (b"b", b"bb"): b"bbb"}
+    assert [v.tokens[i] for i in bpe_reference(v, b"bbb")] == [b"bb", b"b"]
+    assert len(v.unreachable) == 1
+
+
+def test_shuffled_ids_keep_the_priorities():
+    plain = train_bpe([b"abcabc"], merges=3, rule="merges", alphabet="text")
+    shuffled = train_bpe([b"abcabc"], merges=3, rule="merges", alphabet="text", shuffle=5)
+    assert sorted(plain.tokens) == sorted(shuffled.tokens)
+    assert any(plain.tokens[i] != shuffled.tokens[i] for i in range(len(plain.tokens)))
+    data = b"abcabcab"
+    assert [plain.tokens[i] for i in bpe_reference(plain, data)] == \
+        [shuffled.tokens[i] for i in bpe_reference(shuffled, data)]
+
+
+def test_specs_round_trip_and_rebuild_the_same_vocabulary():
+    spec = trained_spec([b"\x00ab", b"zz"], merges=7, rule="merges", alphabet="all", shuffle=2, drop=1,
+                        reorder=3, resplit=1)
+    p = parse_trained_spec(spec)
+    assert p["texts"] == [b"\x00ab", b"zz"] and p["merges"] == 7 and p["drop"] == 1 and p["resplit"] == 1
+    assert resolve(spec).fingerprint == train_bpe(**{**p, "texts": p["texts"]}).fingerprint
+
+
+def test_payload_codec_round_trips_bytes_and_text():
+    payload = {"vocab": "seed", "data": b"\x00\xff", "text": "é", "ops": [["push", b"ab"], ["truncate", 1]]}
+    assert payload_from_json(payload_to_json(payload)) == payload
+
+
+def test_check_result_json_round_trip():
+    r = CheckResult("equals-naive", "x", "seed", False, b"\x80", "bpebench verify ...", "msg", 0.5, True, "{}")
+    back = CheckResult.from_json(r.to_json())
+    assert back == r and back.status == "expected failure (approximate)" and back.ok
+
+
+@pytest.mark.parametrize("out, message", [
+    (None, "returned NoneType"),
+    ([1.0], "holding float"),
+    ([True], "holding bool"),
+    ([99], "outside the vocabulary"),
+    ((0, 1), None),
+])
+def test_guard_validates_encoder_output(out, message):
+    v = resolve("seed")
+    if message is None:
+        assert as_ids("encode", out, v) == [0, 1]
+    else:
+        with pytest.raises(CheckFailed, match=message):
+            as_ids("encode", out, v)
+
+
+def test_guard_turns_exceptions_into_one_line_failures_naming_the_input():
+    class Raises:
+        def encode(self, data):
+            raise KeyError("boom")
+
+    guarded = GuardedEncoder(Raises(), resolve("seed"), timeout=None)
+    with pytest.raises(CheckFailed, match=r"encode\(b'ab'\) raised KeyError") as info:
+        guarded.encode(b"ab")
+    assert info.value.data == b"ab"
+
+
+def test_cpu_time_limit_interrupts_a_python_loop():
+    start = time.perf_counter()
+    with pytest.raises(CallTimeout):
+        with cpu_time_limit(0.2):
+            while True:
+                pass
+    assert time.perf_counter() - start < 30
+
+
+def test_probe_shares_the_current_input(tmp_path):
+    path = str(tmp_path / "probe")
+    Probe.create(path)
+    assert Probe.read(path) == (None, "")
+    Probe(path).write(b"\x00hang", "seed")
+    assert Probe.read(path) == (b"\x00hang", "seed")
+
+
+def test_every_check_is_documented_in_the_module_table():
+    import properties.checks as checks_module
+
+    for check_id in CHECKS:
+        assert f"``{check_id}``" in checks_module.__doc__
+
+
+def test_resolve_target_accepts_classes_names_and_paths():
+    from algorithms.naive import NaiveEncoder
+
+    assert resolve_target("naive")[0] is NaiveEncoder
+    assert resolve_target("algorithms.naive:NaiveEncoder") == (NaiveEncoder, "algorithms.naive:NaiveEncoder")
+    assert resolve_target(NaiveEncoder)[1] == "algorithms.naive:NaiveEncoder"
+
+
+def test_profiles_are_registered_and_ci_is_derandomized():
+    from hypothesis import settings
+
+    from .settings import register_profiles
+
+    register_profiles()
+    ci = settings.get_profile("ci")
+    assert ci.derandomize and ci.database is None and ci.deadline is None
+    assert settings.get_profile("fuzz").max_examples > settings.get_profile("dev").max_examples
