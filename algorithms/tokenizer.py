@@ -150,6 +150,18 @@ class Tokenizer:
                 return self._fused.encode_utf8(data)
         return self._reference(text)
 
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` treating special-token literals as plain text."""
+        if self._fused is not None and text:
+            try:
+                data = self._normalize(text).encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: only the reference path can split them
+                pass
+            else:
+                return self._fused.encode_list(data)
+        ids = self._ids_array(text)
+        return ids.tolist() if isinstance(ids, np.ndarray) else ids
+
     def _reference(self, text: str) -> list[int]:
         """Ids of normalized ``text`` through ``pretokenizer.split`` and the encoder."""
         pieces = self.pretokenizer.split(text)
@@ -167,11 +179,6 @@ class Tokenizer:
             else:
                 out.extend(encode(data))
         return self._expand_hidden(out) if self.vocabulary.hidden else out
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` treating special-token literals as plain text."""
-        ids = self._ids_array(text)
-        return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
     def _expand_hidden(self, ids: list[int]) -> list[int]:
         """Replace helper tokens (partial SentencePiece characters) by byte-fallback ids."""

@@ -133,16 +133,21 @@ def test_pretokenizer_switch():
         Tokenizer(load_vocabulary("mistral_v1"), pretokenizer="compiled")
 
 
-# ============================================================================= piece cache, whole pieces
-@pytest.mark.parametrize("slots", [0, 1, 2, 64])
-def test_piece_cache_collisions_never_change_ids(slots):
-    """With one or two slots every cached piece collides with the next one."""
+# ============================================================================= calls, whole pieces
+def test_direct_calls_and_the_reused_buffer_keep_results_apart():
+    """The compiled overload is called directly (per read-only flag of the text array), and short
+    texts share one output buffer: results of earlier calls must not change."""
     vocab = load_vocabulary("cl100k_base")
+    pipeline = FusedPipeline(vocab)
+    peer = tiktoken_peer("cl100k_base")
+    texts = ["hello world", "naïve café 東京", "x" * 5000, "hello world"]
+    lists = [pipeline.encode_list(t.encode()) for t in texts]  # readonly arrays (from bytes)
+    arrays = [pipeline.encode_utf8(bytearray(t.encode())) for t in texts]  # writable arrays
+    for text, as_list, as_array in zip(texts, lists, arrays):
+        assert as_list == as_array.tolist() == peer.encode_ordinary(text), text[:20]
     text = corpora.get("udhr-all", size=20_000)
-    expected = tiktoken_peer("cl100k_base").encode_ordinary(text)
-    pipeline = FusedPipeline(vocab, piece_cache_slots=slots)
-    assert pipeline.encode_utf8(text.encode()).tolist() == expected
     ids, offsets = pipeline.encode_utf8_batch([text.encode(), b"", text.encode()])
+    expected = peer.encode_ordinary(text)
     assert ids.tolist() == expected * 2 and offsets.tolist() == [0, len(expected), len(expected), 2 * len(expected)]
 
 

@@ -1,0 +1,322 @@
+"""Speed of the full pipeline next to tiktoken, bpe-openai and quicktok (a plain script, not asv).
+
+    python benchmarks/quick_pipeline.py                 # everything, a few minutes
+    python benchmarks/quick_pipeline.py --only text,worst --repeat 3
+    python benchmarks/quick_pipeline.py --hf            # also HF tokenizers (slow)
+
+Prints five tables, all single-threaded and measured side by side in one process
+(every implementation runs once per round, rounds interleaved, the best round
+counts; numba compilation and cache loading happen in a warm-up call first):
+
+1. ``text``: ``encode_ordinary`` of natural text and code on ``cl100k_base`` and
+   ``o200k_base`` (``corpora``: ``prose-en`` 0.47 MB, ``code-python`` and
+   ``udhr-all`` 1 MB each), ids returned as Python lists by everyone. "ours" is the
+   Tokenizer's fused pipeline.
+2. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
+   1 MB, ours and tiktoken, and the 1 MB / 100 kB time ratio (10 = linear).
+3. ``batch``: 10,000 short texts (lines of ``prose-en``), ours
+   ``encode_ordinary_batch`` vs tiktoken's ``encode_ordinary_batch(num_threads=1)``,
+   and one ``encode_ordinary`` call per text for both.
+4. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
+   import and first cached call (its fixed costs), our module imports, mapping
+   ``o200k_base`` from the vocabulary cache, ``Tokenizer()``, the first encode;
+   tiktoken building ``o200k_base`` from the same ranks file; the first-ever
+   build of the cache (empty ``BPEBENCH_CACHE``), and numba's compilation of the
+   fused kernel (empty ``NUMBA_CACHE_DIR``).
+
+Every implementation's ids are checked against ours before timing. Numbers move
+with the machine's load: compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import corpora  # noqa: E402
+from algorithms.loaders import _package_file, load_vocabulary  # noqa: E402
+from algorithms.patterns import resolve_pattern  # noqa: E402
+from algorithms.tokenizer import Tokenizer  # noqa: E402
+
+VOCABS = ["cl100k_base", "o200k_base"]
+TEXTS = {"prose-en": None, "code-python": 999_000, "udhr-all": 999_000}  # bpe-openai refuses >= 1M characters
+
+
+# ----------------------------------------------------------------------------- timing
+def best_times(functions: dict, rounds: int) -> dict[str, float]:
+    """Best wall time of each function over ``rounds`` interleaved rounds (after one warm-up)."""
+    for fn in functions.values():
+        fn()
+    best = {name: float("inf") for name in functions}
+    for _ in range(rounds):
+        for name, fn in functions.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+# ----------------------------------------------------------------------------- implementations
+def tiktoken_encoding(vocab):
+    import tiktoken
+
+    return tiktoken.Encoding(f"bench-{vocab.name}", pat_str=resolve_pattern(vocab.pattern),
+                             mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)},
+                             special_tokens=dict(vocab.special_tokens))
+
+
+def peers(vocab, *, hf: bool) -> dict:
+    """name -> encode_ordinary(text) -> list[int], calling each library directly (no wrapper)."""
+    found = {}
+    try:
+        found["tiktoken"] = tiktoken_encoding(vocab).encode_ordinary
+    except ImportError:
+        print("  (tiktoken not installed)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import bpe_openai
+
+            backend = bpe_openai.get_encoding(vocab.name)
+            backend.encode_ordinary("warm up")
+        # the Rust backend itself: the Python wrapper refuses texts of >= 1M characters
+        found["bpe-openai"] = backend._backend.encode
+    except (ImportError, AttributeError, KeyError) as exc:
+        print(f"  (bpe-openai unavailable: {exc})")
+    try:
+        import quicktok
+
+        found["quicktok"] = quicktok.get_encoding(vocab.name).encode_ordinary
+    except (ImportError, KeyError, ValueError) as exc:
+        print(f"  (quicktok unavailable: {exc})")
+    if hf:
+        from algorithms.peers import make_peer
+
+        encoding = make_peer("hf-tokenizers", vocab)
+        found["hf-tokenizers"] = encoding.encode_ordinary
+    return found
+
+
+def mb_per_s(n_bytes: int, seconds: float) -> str:
+    return f"{n_bytes / 1e6 / seconds:8.1f}"
+
+
+# ----------------------------------------------------------------------------- 1. text
+def table_text(rounds: int, hf: bool) -> None:
+    print("\n1. encode_ordinary, MB/s (higher is better); ratio = ours / peer")
+    rows = []
+    for name in VOCABS:
+        vocab = load_vocabulary(name)
+        ours = Tokenizer(vocab)
+        assert ours.fused
+        implementations = {"ours": ours.encode_ordinary}
+        implementations.update(peers(vocab, hf=hf))
+        for corpus, size in TEXTS.items():
+            text = corpora.get(corpus, size=size)
+            n_bytes = len(text.encode())
+            expected = ours.encode_ordinary(text)
+            for impl, fn in implementations.items():
+                assert list(fn(text)) == expected, f"{impl} disagrees on {corpus}"
+            times = best_times({impl: (lambda fn=fn: fn(text)) for impl, fn in implementations.items()}, rounds)
+            rows.append((name, corpus, n_bytes, times))
+    impls = list(rows[0][3])
+    print(f"{'vocabulary':12s} {'text':12s} {'MB':>5s} " + " ".join(f"{i:>20s}" for i in impls))
+    for name, corpus, n_bytes, times in rows:
+        print(f"{name:12s} {corpus:12s} {n_bytes / 1e6:5.2f} "
+              + " ".join(f"{mb_per_s(n_bytes, times[i]):>20s}" for i in impls))
+    print("ratios:")
+    for name, corpus, n_bytes, times in rows:
+        ratios = "  ".join(f"vs {i} {times[i] / times['ours']:5.2f}x" for i in impls if i != "ours")
+        print(f"  {name:12s} {corpus:12s} {ratios}")
+
+
+# ----------------------------------------------------------------------------- 2. worst case
+def table_worst(rounds: int) -> None:
+    print("\n2. one unsplittable piece (random a-z), o200k_base: milliseconds")
+    vocab = load_vocabulary("o200k_base")
+    ours = Tokenizer(vocab)
+    tiktoken_encode = tiktoken_encoding(vocab).encode_ordinary
+    rng = random.Random(0)
+    letters = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1_000_000))
+    times = {}
+    for size in (10_000, 100_000, 1_000_000):
+        text = letters[:size]
+        assert ours.encode_ordinary(text) == tiktoken_encode(text)
+        times[size] = best_times({"ours": lambda: ours.encode_ordinary(text),
+                                  "tiktoken": lambda: tiktoken_encode(text)},
+                                 rounds if size < 1_000_000 else max(1, rounds // 2))
+        t = times[size]
+        print(f"  {size:>9,d} bytes  ours {t['ours'] * 1e3:8.1f}  tiktoken {t['tiktoken'] * 1e3:8.1f}"
+              f"  ours {t['tiktoken'] / t['ours']:5.1f}x faster")
+    for impl in ("ours", "tiktoken"):
+        print(f"  {impl}: time(1 MB) / time(100 kB) = {times[1_000_000][impl] / times[100_000][impl]:5.1f}"
+              " (10 = linear)")
+
+
+# ----------------------------------------------------------------------------- 3. batch
+def table_batch(rounds: int) -> None:
+    print("\n3. 10,000 short texts (lines of prose-en), cl100k_base: milliseconds")
+    vocab = load_vocabulary("cl100k_base")
+    ours = Tokenizer(vocab)
+    encoding = tiktoken_encoding(vocab)
+    lines = [line for line in corpora.get("prose-en").splitlines() if line.strip()]
+    texts = (lines * (10_000 // len(lines) + 1))[:10_000]
+    n_bytes = sum(len(t.encode()) for t in texts)
+    assert ours.encode_ordinary_batch(texts) == encoding.encode_ordinary_batch(texts, num_threads=1)
+    times = best_times({
+        "ours encode_ordinary_batch": lambda: ours.encode_ordinary_batch(texts),
+        "tiktoken encode_ordinary_batch(num_threads=1)": lambda: encoding.encode_ordinary_batch(texts, num_threads=1),
+        "ours, one call per text": lambda: [ours.encode_ordinary(t) for t in texts],
+        "tiktoken, one call per text": lambda: [encoding.encode_ordinary(t) for t in texts],
+    }, rounds)
+    print(f"  ({n_bytes / 1e3:.0f} kB, {n_bytes / len(texts):.0f} bytes per text)")
+    for impl, t in times.items():
+        print(f"  {impl:48s} {t * 1e3:8.2f} ms  {mb_per_s(n_bytes, t)} MB/s")
+
+
+# ----------------------------------------------------------------------------- 4. load
+_BASELINE = r"""
+import time, sys, json
+t0 = time.perf_counter()
+import numba, numpy as np
+t1 = time.perf_counter()
+sys.path.insert(0, {helper!r})
+import bench_trivial_numba
+bench_trivial_numba.f(np.zeros(3))
+t2 = time.perf_counter()
+print(json.dumps({{"numba import": t1 - t0, "numba first cached call": t2 - t1}}))
+"""
+_TRIVIAL = "from numba import njit\n\n\n@njit(cache=True)\ndef f(a):\n    return a.sum()\n"
+_OURS = r"""
+import time, sys, json
+t0 = time.perf_counter()
+import numba, numpy as np
+sys.path.insert(0, {helper!r})
+import bench_trivial_numba
+bench_trivial_numba.f(np.zeros(3))
+t1 = time.perf_counter()
+sys.path.insert(0, {repo!r})
+import algorithms.tokenizer, algorithms.loaders, algorithms.fast_pipeline, algorithms.cache
+t2 = time.perf_counter()
+vocab = algorithms.loaders.load_vocabulary("o200k_base")
+t3 = time.perf_counter()
+import algorithms.registry
+algorithms.registry.encoder_names()  # imports every encoder module, scans entry points
+t4 = time.perf_counter()
+tok = algorithms.tokenizer.Tokenizer(vocab)
+t5 = time.perf_counter()
+assert tok.encode_ordinary("hello world") == [24912, 2375] and tok.fused
+t6 = time.perf_counter()
+print(json.dumps({{"numba import + first call": t1 - t0, "our module imports": t2 - t1,
+                  "load_vocabulary (cache)": t3 - t2, "registry discovery (all encoders)": t4 - t3,
+                  "Tokenizer()": t5 - t4, "first encode": t6 - t5, "kind": type(vocab).__name__}}))
+"""
+_TIKTOKEN = r"""
+import time, json
+t0 = time.perf_counter()
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+t1 = time.perf_counter()
+enc = tiktoken.Encoding("o200k_base", pat_str={pattern!r}, mergeable_ranks=load_tiktoken_bpe({path!r}),
+                        special_tokens={{"<|endoftext|>": 199999}})
+assert enc.encode_ordinary("hello world") == [24912, 2375]
+t2 = time.perf_counter()
+print(json.dumps({{"tiktoken import": t1 - t0, "tiktoken load + first encode": t2 - t1}}))
+"""
+
+
+def _run(script: str, env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _median_runs(script: str, env: dict, runs: int) -> dict:
+    results = [_run(script, env) for _ in range(runs)]
+    return {k: (statistics.median(r[k] for r in results) if isinstance(results[0][k], float) else results[0][k])
+            for k in results[0]}
+
+
+def table_load(runs: int) -> None:
+    print(f"\n4. loading o200k_base in a fresh process (median of {runs} runs): milliseconds")
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        (scratch / "bench_trivial_numba.py").write_text(_TRIVIAL)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pyc")  # byte-compiled imports, as in a normal install
+        env["PYTHONWARNINGS"] = "ignore"
+        ranks = scratch / "o200k_base.tiktoken"
+        ranks.write_bytes(gzip.decompress(_package_file("bpe_openai", "data", "o200k_base.tiktoken.gz").read_bytes()))
+        helper, repo = str(scratch), str(REPO)
+        _run(_OURS.format(helper=helper, repo=repo), env)  # fills the byte-code, numba and vocabulary caches
+        starts = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+            starts.append(time.perf_counter() - start)
+        interpreter = statistics.median(starts)
+        baseline = _median_runs(_BASELINE.format(helper=helper), env, runs)
+        ours = _median_runs(_OURS.format(helper=helper, repo=repo), env, runs)
+        tiktoken = _median_runs(_TIKTOKEN.format(pattern=resolve_pattern("o200k"), path=str(ranks)), env, runs)
+        print(f"  interpreter start + exit (python -c pass)      {interpreter * 1e3:8.1f}")
+        for k, v in baseline.items():
+            print(f"  {k:46s} {v * 1e3:8.1f}   (numba's fixed cost)")
+        for k, v in ours.items():
+            if k != "kind":
+                print(f"  ours: {k:40s} {v * 1e3:8.1f}")
+        ready = ours["load_vocabulary (cache)"] + ours["Tokenizer()"]
+        print(f"  ours: ready to encode (load + Tokenizer)       {ready * 1e3:8.1f}   ({ours['kind']};"
+              " + registry discovery when the default algorithm is asked for)")
+        for k, v in tiktoken.items():
+            print(f"  {k:46s} {v * 1e3:8.1f}")
+        # first-ever build: an empty vocabulary cache
+        cold = dict(env, BPEBENCH_CACHE=str(scratch / "empty-cache"))
+        first = _run(_OURS.format(helper=helper, repo=repo), cold)
+        print(f"  ours: first-ever load_vocabulary (builds and writes the cache) {first['load_vocabulary (cache)']:6.2f} s"
+              f" ({first['kind']})")
+        # numba compiling the fused kernel: an empty numba cache (vocabulary from the cache)
+        shutil.rmtree(scratch / "empty-cache", ignore_errors=True)
+        fresh_numba = dict(env, NUMBA_CACHE_DIR=str(scratch / "numba-empty"))
+        compiled = _run(_OURS.format(helper=helper, repo=repo), fresh_numba)
+        print(f"  ours: first encode with an empty NUMBA_CACHE_DIR (numba compiles the fused kernel)"
+              f" {compiled['first encode']:6.2f} s")
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="text,worst,batch,load", help="tables to run (comma separated)")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
+    parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
+    parser.add_argument("--hf", action="store_true", help="include HF tokenizers (about 1.5 MB/s)")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(","))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if "text" in only:
+        table_text(args.repeat, args.hf)
+    if "worst" in only:
+        table_worst(args.repeat)
+    if "batch" in only:
+        table_batch(args.repeat)
+    if "load" in only:
+        table_load(args.load_runs)
+
+
+if __name__ == "__main__":
+    main()
