@@ -16,10 +16,12 @@ Two ways through the middle, with identical ids:
 * the fused pipeline (:mod:`algorithms.fast_pipeline`): when the vocabulary's
   pattern has a compiled pre-tokenizer and the encoder is ``backtracking`` (the
   default), a whole text, or a whole batch, is split and encoded in one numba
-  call. Texts holding lone surrogates (which UTF-8 cannot carry) take the
-  reference path below;
+  call (``fused`` is True). Texts holding lone surrogates (which UTF-8 cannot
+  carry) take the reference path below, split by the compiled pre-tokenizer;
 * the reference path: the pre-tokenizer's ``split`` gives ``str`` pieces, the
-  encoder encodes them. ``pretokenizer="regex"`` forces it with ``regex.findall``.
+  encoder encodes them. Every other encoder uses it with ``regex.findall`` (so a
+  ``naive`` Tokenizer shares no code with the fused one); ``pretokenizer="regex"``
+  forces it for ``backtracking`` too.
 
 Special tokens are carved out in Python around either path, as tiktoken does.
 """
