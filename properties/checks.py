@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable
 
 from hypothesis import strategies as st
 
@@ -42,7 +42,7 @@ from algorithms.vocabulary import Vocabulary
 
 from . import adapters, oracles
 from .guard import CheckFailed, GuardedEncoder, construct, guarded_call, shown
-from .strategies import PINNED, inputs, pipeline_texts, vocabulary_and_input, vocabulary_specs
+from .strategies import PINNED, pipeline_texts, vocabulary_and_input, vocabulary_specs
 from .vocabularies import alphabet_of, producible_ids, resolve, trained_spec
 
 #: the kinds of vocabulary a check can run on: "random" (drawn trained vocabularies) or a spec
@@ -334,22 +334,22 @@ def check_split_at_n(ctx: Context, p: dict) -> None:
 
     enc, text, n = ctx.encoder(p["vocab"]), p["text"], p["n"]
     vocab = enc.vocab
-    if p.get("pipeline"):
-        user = Tokenizer(vocab, algorithm=_AsEncoder(enc))
-        reference = Tokenizer(vocab, algorithm="naive")
-        count = reference.count
-    else:
-        user = _AsEncoder(enc)
+    exact = "exact" in getattr(ctx.cls, "capabilities", ())
+    pipeline = bool(p.get("pipeline"))
+    user = Tokenizer(vocab, algorithm=_AsEncoder(enc)) if pipeline else _AsEncoder(enc)
 
-        def count(s: str) -> int:
-            return len(oracles.reference(vocab, s.encode("utf-8")))
+    def count(s: str) -> int:
+        """BPE's count for an exact encoder; an approximate encoder's chunk is measured by its own."""
+        if not exact:
+            return user.count(s) if pipeline else enc.count(s.encode("utf-8"))
+        if pipeline:
+            return Tokenizer(vocab, algorithm="naive").count(s)
+        return len(oracles.reference(vocab, s.encode("utf-8")))
+
     prefix = guarded_call(f"split_at_tokens({text[:30]!r}, {n})",
                           lambda: split_at_tokens(text, n, encoder_or_tokenizer=user), timeout=None)
     if not isinstance(prefix, str) or not text.startswith(prefix):
         raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r} is not a prefix of the text")
-    exact = "exact" in getattr(ctx.cls, "capabilities", ())
-    if not exact:  # an approximate encoder's chunk is measured by its own count
-        count = user.count if p.get("pipeline") else (lambda s: enc.count(s.encode("utf-8")))
     used = count(prefix)
     if used > n:
         raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r} has {used} tokens, more than {n}")

@@ -6,8 +6,10 @@ counterexample and a command that replays it. Exit 0 only if every applicable
 check passed (approximate encoders' expected failures included), 1 otherwise, 2
 for a user mistake (unknown class, bad option).
 
-``bpebench fuzz`` runs the same checks with the long ``fuzz`` profile and the
-example database (``.hypothesis/``), round after round with fresh random seeds,
+``bpebench fuzz`` runs the same checks (and, with ``--corollaries``, the
+corollary properties of ``properties/test_corollaries.py``) with the long
+``fuzz`` profile and the example database (``.hypothesis/``), round after round
+with fresh random seeds,
 until the time budget is spent (checked between rounds, so the last round may
 overrun by one round's time).
 """
@@ -122,20 +124,43 @@ def cmd_fuzz(args) -> int:
     rounds = 0
     while time.monotonic() < end:
         rounds += 1
+        if args.corollaries:
+            failures.update(_fuzz_corollaries(rounds))
         for t in targets:
-            remaining = end - time.monotonic()
-            if remaining <= 0:
+            if rounds > 1 and time.monotonic() >= end:  # every target gets at least one round
                 break
             results = check_encoder(t, vocabularies, args.max_examples, isolate=True, profile="fuzz",
                                     check_timeout=args.timeout, call_timeout=args.call_timeout)
+            new = 0
             for r in results:
                 key = (r.encoder, r.check, r.vocabulary)
                 if not r.ok and key not in failures:
                     failures[key] = r
+                    new += 1
                     print(f"{t}:")
                     _print_result(r)
+            ran = sum(r.passed is not None for r in results)
+            print(f"round {rounds} {t}: {ran} checks, {new} new failures", flush=True)
     print(f"{rounds} rounds, {len(failures)} failing checks")
     return 1 if failures else 0
+
+
+def _fuzz_corollaries(round_no: int) -> dict:
+    """One pytest run of the corollary properties under the fuzz profile (a subprocess)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    path = Path(__file__).with_name("test_corollaries.py")
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "fuzz"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", str(path)],
+                          capture_output=True, text=True, env=env)
+    last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    print(f"round {round_no} corollaries: {last}", flush=True)
+    if proc.returncode == 0:
+        return {}
+    print(proc.stdout[-3000:])
+    return {("corollaries", round_no): last}
 
 
 def register(subparsers) -> None:
@@ -169,4 +194,6 @@ def register(subparsers) -> None:
                    help="examples per check and round (default 200; the budget is checked between rounds)")
     p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT, help="seconds per check")
     p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="CPU seconds per encoder call")
+    p.add_argument("--corollaries", action="store_true",
+                   help="also run the corollary properties (properties/test_corollaries.py) each round")
     p.set_defaults(func=cmd_fuzz)

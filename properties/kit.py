@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
 from hypothesis import Verbosity, example, given, settings
@@ -41,7 +41,6 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from algorithms.encoder import Encoder
 from algorithms.errors import BpebenchError, UnknownNameError
 
 from . import oracles
