@@ -8,8 +8,8 @@
   ``algorithms.agreement.disagreement``. Adversarial corpora are kept to 2 kB
   (they hold long pieces, and the reference is O(n^2) per piece).
 * ``ScalingExponent``: the empirical exponent k in time ~ n^k of each pipeline on
-  one unsplittable piece, from the best of three runs at 4 kB and 32 kB (1 =
-  linear, 2 = quadratic); implementations over budget at 32 kB are skipped.
+  one unsplittable piece, from the best of three runs at 10 kB and 100 kB (1 =
+  linear, 2 = quadratic); implementations over budget at 100 kB are skipped.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class ScalingExponent:
     params = [common.pipeline_implementations()]
     param_names = ["implementation"]
     timeout = 300
-    small, large = 4_000, 32_000
+    small, large = 10_000, 100_000
 
     def setup(self, implementation):
         self.encode = common.pipeline_encode(implementation)

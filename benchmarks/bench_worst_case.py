@@ -49,10 +49,13 @@ class AdversarialRaw:
         self.data = corpora.get_bytes(corpus, size=self.size)
         try:
             common.skip_if_over_budget(self.encode, lambda n: common.head(self.data, n), self.size)
+            encoded = self.encode(self.data)
         except NotImplementedError:
             raise
-        except Exception as exc:  # e.g. a peer that only takes valid UTF-8
+        except Exception as exc:
             raise NotImplementedError(f"{implementation} cannot encode {corpus}: {exc}") from None
+        if encoded is None:  # a peer's way of saying it cannot take these bytes (e.g. not UTF-8)
+            raise NotImplementedError(f"{implementation} cannot encode {corpus} without pre-tokenization")
 
     def time_encode(self, implementation, corpus):
         self.encode(self.data)
