@@ -9,6 +9,7 @@ rejection is the bug's doing, not a broken check.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import subprocess
@@ -35,7 +36,7 @@ def _failures(out: str) -> list[tuple[str, bytes, str]]:
     rows = []
     for match in re.finditer(r"^  (\S+) .* FAIL .*\n.*\n      counterexample: (.*)\n      reproduce: (.*)$", out,
                              re.MULTILINE):
-        rows.append((match.group(1), eval(match.group(2)), match.group(3)))  # a bytes literal we printed
+        rows.append((match.group(1), ast.literal_eval(match.group(2)), match.group(3)))
     return rows
 
 
@@ -66,7 +67,7 @@ def test_verify_kills_a_worker_hung_in_compiled_code():
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.count("hangs") == 2, proc.stdout  # both checks ran, each in its own worker
     counterexample = re.search(r"counterexample: (.*)", proc.stdout).group(1)
-    data = eval(counterexample)
+    data = ast.literal_eval(counterexample)
     assert len(set(data)) == 1 and len(data) >= 3, data  # the one input kind that hangs it
 
 
