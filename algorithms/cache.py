@@ -40,8 +40,9 @@ Concurrency: a file is written under a temporary name in the same directory and
 moved into place with ``os.replace`` (atomic), so two processes building at once
 both end with a complete file and readers never see a partial one.
 
-Location: ``$BPEBENCH_CACHE/vocabularies`` (default ``~/.cache/bpebench/vocabularies``);
-``BPEBENCH_CACHE=off`` disables the cache. An unwritable directory is not an error.
+Location: ``$BPEBENCH_CACHE/vocabularies`` (default ``~/.cache/bpebench/vocabularies``;
+``BPEBENCH_CACHE`` is also the root of the corpora cache); ``BPEBENCH_VOCAB_CACHE=off``
+disables it. An unwritable directory is not an error.
 
 Complexity: a cached load is O(header) plus one ``mmap``; building is the loader's
 cost plus ``compile_vocabulary`` and ``build_matcher``. Exact: the arrays are the
@@ -70,7 +71,7 @@ MAGIC = b"BPEBENCH-VOCAB\x00\x01"
 _PREFIX = len(MAGIC) + 8 + 32
 _ALIGN = 64
 _SUFFIX = ".bpv"
-_DISABLED = {"off", "0", "none", "false"}
+_DISABLED = {"off", "0", "no", "false"}
 #: modules whose code decides what a cache file holds (their size and mtime are in the key)
 _LAYOUT_MODULES = ("cache.py", "compiled.py", "matching.py", "vocabulary.py", "loaders")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
@@ -82,10 +83,10 @@ class CacheDamaged(Exception):
 
 # ----------------------------------------------------------------------------- location and keys
 def cache_dir() -> Path | None:
-    """Where vocabulary caches live, or None when caching is off (``BPEBENCH_CACHE=off``)."""
-    root = os.environ.get("BPEBENCH_CACHE")
-    if root is not None and root.strip().lower() in _DISABLED:
+    """Where vocabulary caches live, or None when caching is off (``BPEBENCH_VOCAB_CACHE=off``)."""
+    if os.environ.get("BPEBENCH_VOCAB_CACHE", "").strip().lower() in _DISABLED:
         return None
+    root = os.environ.get("BPEBENCH_CACHE")  # shared with the corpora cache
     base = Path(root) if root else Path.home() / ".cache" / "bpebench"
     return base / "vocabularies"
 

@@ -201,11 +201,12 @@ def test_load_vocabulary_of_a_path_goes_through_the_cache(small_tiktoken_file, c
 
 
 def test_cache_off(small_tiktoken_file, monkeypatch, tmp_path, expected):
-    monkeypatch.setenv("BPEBENCH_CACHE", "off")
+    monkeypatch.setenv("BPEBENCH_VOCAB_CACHE", "off")
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path))
     builds = Builds(small_tiktoken_file)
     assert cache.cache_dir() is None
     assert ids(load(small_tiktoken_file, builds)) == ids(load(small_tiktoken_file, builds)) == expected
-    assert builds.count == 2
+    assert builds.count == 2 and not list(tmp_path.rglob("*.bpv"))
 
 
 def test_merges_vocabulary_round_trips(cache_root):

@@ -189,7 +189,7 @@ def test_runs_without_jit():
     from algorithms.cache import cache_dir
 
     if cache_dir() is None:
-        pytest.skip("BPEBENCH_CACHE=off: without jit the subprocess would build cl100k in plain Python")
+        pytest.skip("BPEBENCH_VOCAB_CACHE=off: without jit the subprocess would build cl100k in plain Python")
     text = "Hello wörld, it's 2024!\n\n  東京 👍🏽"
     expected = fused("cl100k_base").encode_ordinary(text)
     script = (
