@@ -382,7 +382,7 @@ def check_minimal_bound(ctx: Context, p: dict) -> None:
 
 
 def _minimal_applies(cls: type) -> str | None:
-    if "minimal" in cls.capabilities or getattr(cls, "name", "") == "minimal":
+    if "minimal" in cls.capabilities:
         return None
     return "only for minimal-count encoders (capability 'minimal')"
 
