@@ -14,10 +14,12 @@ from importlib import metadata
 from typing import TypeVar
 
 from .encoder import Encoder
-from .errors import BpebenchError, UnknownNameError
+from .errors import UnknownNameError
 
 ENTRY_POINT_GROUP = "bpebench.encoders"
 _REGISTRY: dict[str, type[Encoder]] = {}
+#: modules / entry points that failed to load: where -> one-line reason (``bpebench list`` shows them)
+BROKEN: dict[str, str] = {}
 _discovered = False
 #: modules under algorithms/ that hold no encoder (skipped by discovery)
 _NOT_ENCODERS = {"errors", "encoder", "registry", "vocabulary", "compiled", "patterns",
@@ -48,16 +50,21 @@ def _discover() -> None:
     for info in pkgutil.iter_modules(algorithms.__path__):
         if info.name.startswith("_") or info.name in _NOT_ENCODERS:
             continue
-        importlib.import_module(f"algorithms.{info.name}")
+        try:
+            importlib.import_module(f"algorithms.{info.name}")
+        except Exception as exc:  # one broken module must not take every other encoder down
+            BROKEN[f"algorithms.{info.name}"] = f"{type(exc).__name__}: {exc}"
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in _REGISTRY:
             continue
         try:
             cls = ep.load()
         except Exception as exc:  # an outside package must not break the whole tool
-            raise BpebenchError(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+            BROKEN[f"entry point {ep.name} ({ep.value})"] = f"{type(exc).__name__}: {exc}"
+            continue
         if not (isinstance(cls, type) and issubclass(cls, Encoder)):
-            raise BpebenchError(f"entry point {ep.name!r} ({ep.value}) is not an Encoder subclass")
+            BROKEN[f"entry point {ep.name} ({ep.value})"] = "not an Encoder subclass"
+            continue
         if not cls.name:
             cls.name = ep.name
         _REGISTRY.setdefault(ep.name, cls)

@@ -34,7 +34,7 @@ def _fail(message: str, code: int = 2) -> int:
 # ----------------------------------------------------------------------------- commands
 def cmd_list(args) -> int:
     from algorithms.loaders import BUILTIN
-    from algorithms.registry import encoder_names, get_encoder_class
+    from algorithms.registry import BROKEN, encoder_names, get_encoder_class
 
     print("vocabularies:")
     for v in BUILTIN.values():
@@ -45,6 +45,8 @@ def cmd_list(args) -> int:
         cls = get_encoder_class(name)
         kind = "exact" if cls.is_exact() else "approximate"
         print(f"  {name:<14} {kind:<12} {cls.summary}")
+    for where, reason in BROKEN.items():
+        print(f"  (not loaded: {where}: {reason})")
     return 0
 
 

@@ -135,3 +135,18 @@ def test_decode_rejects_out_of_range_ids():
     vocab = seed_vocabulary()
     with pytest.raises(VocabularyError, match="out of range"):
         vocab.decode_bytes([0, 99999])
+
+
+def test_a_broken_algorithm_module_does_not_hide_the_others(tmp_path, monkeypatch):
+    """Discovery records a module that fails to import and still registers every other encoder."""
+    import algorithms
+    from algorithms import registry
+
+    broken = tmp_path / "zz_broken_encoder.py"
+    broken.write_text("raise RuntimeError('half-written module')\n")
+    monkeypatch.setattr(algorithms, "__path__", [*algorithms.__path__, str(tmp_path)])
+    monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry, "BROKEN", {})
+    names = registry.encoder_names()
+    assert "naive" in names and "backtracking" in names
+    assert "half-written module" in registry.BROKEN["algorithms.zz_broken_encoder"]
