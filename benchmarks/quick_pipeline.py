@@ -287,8 +287,8 @@ def table_load(runs: int) -> None:
         # first-ever build: an empty vocabulary cache
         cold = dict(env, BPEBENCH_CACHE=str(scratch / "empty-cache"))
         first = _run(_OURS.format(helper=helper, repo=repo), cold)
-        print(f"  ours: first-ever load_vocabulary (builds and writes the cache) {first['load_vocabulary (cache)']:6.2f} s"
-              f" ({first['kind']})")
+        build = first["load_vocabulary (cache)"]
+        print(f"  ours: first-ever load_vocabulary (builds and writes the cache) {build:6.2f} s ({first['kind']})")
         # numba compiling the fused kernel: an empty numba cache (vocabulary from the cache)
         shutil.rmtree(scratch / "empty-cache", ignore_errors=True)
         fresh_numba = dict(env, NUMBA_CACHE_DIR=str(scratch / "numba-empty"))
