@@ -298,6 +298,27 @@ class Tokenizer:
         """``len(encode_ordinary(text))`` without building the list."""
         return len(self._ids_array(text))
 
+    # ------------------------------------------------------------------ chunking
+    def split_at_tokens(self, text: str, n: int) -> str:
+        """The longest prefix of ``text`` ending on a character boundary whose own encoding
+        has at most ``n`` tokens (never the empty string when a non-empty prefix fits)."""
+        from .chunking import split_at_tokens
+
+        return split_at_tokens(text, n, encoder_or_tokenizer=self)
+
+    def count_till_limit(self, text: str, limit: int) -> int | None:
+        """The token count of ``text``, or None as soon as it is known to exceed ``limit``."""
+        from .chunking import count_till_limit
+
+        return count_till_limit(text, limit, encoder_or_tokenizer=self)
+
+    def count_range(self, text: str, start: int, end: int) -> int:
+        """The exact token count of ``text[start:end]`` (repeated calls on one text reuse
+        its preprocessing)."""
+        from .chunking import count_range
+
+        return count_range(text, start, end, encoder_or_tokenizer=self)
+
     # ------------------------------------------------------------------ decoding
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         return self.vocabulary.decode_bytes(ids)

@@ -10,7 +10,7 @@ differently). To build it we run each class the patterns use (``\\p{L}``,
 over a string holding every code point U+0000..U+10FFFF and record which
 positions match. That takes about a second; the result is cached under
 ``$XDG_CACHE_HOME/bpebench`` (default ``~/.cache/bpebench``, override with
-``BPEBENCH_CACHE_DIR``), keyed by the ``regex`` version, so a ``regex``
+``BPEBENCH_CACHE``), keyed by the ``regex`` version, so a ``regex``
 upgrade rebuilds it automatically.
 
 Notes on what ``regex`` calls whitespace: ``\\s`` in the ``regex`` module is the
@@ -174,7 +174,7 @@ def regex_unicode_version() -> str:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("BPEBENCH_CACHE_DIR")
+    env = os.environ.get("BPEBENCH_CACHE")  # the root shared with the corpora and vocabulary caches
     if env:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -150,3 +150,23 @@ def test_a_broken_algorithm_module_does_not_hide_the_others(tmp_path, monkeypatc
     names = registry.encoder_names()
     assert "naive" in names and "backtracking" in names
     assert "half-written module" in registry.BROKEN["algorithms.zz_broken_encoder"]
+
+
+def test_tokenizer_chunking_methods_meet_their_contract():
+    """Tokenizer.split_at_tokens / count_till_limit / count_range against brute force with naive."""
+    from algorithms.loaders import load_vocabulary
+    from algorithms.tokenizer import Tokenizer
+
+    fast = Tokenizer(load_vocabulary("cl100k_base"))
+    reference = Tokenizer(load_vocabulary("cl100k_base"), algorithm="naive")
+    text = "Tokens: naïve 東京 déjà-vu 1234567 👩‍💻 end."
+    total = reference.count(text)
+    for n in (1, 3, total // 2, total, total + 5):
+        chunk = fast.split_at_tokens(text, n)
+        assert text.startswith(chunk) and reference.count(chunk) <= n
+        longer = text[: len(chunk) + 1]
+        assert chunk == text or reference.count(longer) > n  # one more character would not fit
+        assert chunk or reference.count(text[:1]) > n
+        assert fast.count_till_limit(text, n) == (total if total <= n else None)
+    for start, end in [(0, len(text)), (3, 17), (8, 9), (10, 30)]:
+        assert fast.count_range(text, start, end) == reference.count(text[start:end])
