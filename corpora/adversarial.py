@@ -47,12 +47,12 @@ def run_char(*, char: str = "a", size: int = 10_000) -> str:
 
 def self_incompatible_token(vocab) -> int:
     """The longest lowercase-ASCII token ``t`` for which ``t t`` is not a valid encoding (lowest id on ties)."""
-    from algorithms.compiled import compile_vocabulary, is_compatible
+    from algorithms.compiled import NEVER, compile_vocabulary, is_compatible
 
     tables = compile_vocabulary(vocab)
     best = -1
     for t in lowercase_token_ids(vocab, min_len=2):
-        if tables.priority[t] >= 2**62 or is_compatible(tables, t, t):
+        if tables.priority[t] >= NEVER or is_compatible(tables, t, t):
             continue
         if best < 0 or len(vocab.tokens[t]) > len(vocab.tokens[best]):
             best = t
@@ -79,10 +79,10 @@ def run_token(*, vocab: str = "o200k_base", token: str | None = None, size: int 
 
 def one_way_pair(vocab, seed: int = 0) -> tuple[int, int]:
     """Two lowercase tokens ``a, b`` (3+ bytes) with ``a b`` valid but ``b a`` not (seeded search)."""
-    from algorithms.compiled import compile_vocabulary, is_compatible
+    from algorithms.compiled import NEVER, compile_vocabulary, is_compatible
 
     tables = compile_vocabulary(vocab)
-    ids = [t for t in lowercase_token_ids(vocab, min_len=3) if tables.priority[t] < 2**62]
+    ids = [t for t in lowercase_token_ids(vocab, min_len=3) if tables.priority[t] < NEVER]
     rng = random.Random(seed)
     for _ in range(200_000):
         a, b = ids[rng.randrange(len(ids))], ids[rng.randrange(len(ids))]

@@ -29,7 +29,7 @@ import random
 import numpy as np
 from numba import njit
 
-from algorithms.compiled import compatible, compile_vocabulary
+from algorithms.compiled import NEVER, compatible, compile_vocabulary
 from algorithms.errors import BpebenchError
 from algorithms.matching import build_matcher, longest_match
 
@@ -116,7 +116,7 @@ def _search(units: list[bytes], score, rng: random.Random) -> bytes:
 def _utf8_multibyte_tokens(vocab) -> list[int]:
     tables = compile_vocabulary(vocab)
     ids = []
-    for t in np.flatnonzero((tables.priority < 2**62) & (tables.token_len > 1)):
+    for t in np.flatnonzero((tables.priority < NEVER) & (tables.token_len > 1)):
         try:
             vocab.tokens[t].decode("utf-8")
         except UnicodeDecodeError:
@@ -169,7 +169,7 @@ def mid_tokens(vocab) -> list[int]:
     """Reachable tokens that start inside a character and end inside another one (valid in between)."""
     tables = compile_vocabulary(vocab)
     found = []
-    for t in np.flatnonzero((tables.priority < 2**62) & (tables.token_len > 2)):
+    for t in np.flatnonzero((tables.priority < NEVER) & (tables.token_len > 2)):
         b = vocab.tokens[int(t)]
         if not _is_continuation(b[0]):
             continue
