@@ -24,7 +24,8 @@ _discovered = False
 #: modules under algorithms/ that hold no encoder (skipped by discovery)
 _NOT_ENCODERS = {"errors", "encoder", "registry", "vocabulary", "compiled", "patterns",
                  "loaders", "builtin", "tokenizer", "pretokenize", "pretokenize_compiled",
-                 "unicode_table", "peers", "matching", "chunking", "cache", "agreement"}
+                 "unicode_table", "peers", "matching", "chunking", "cache", "agreement",
+                 "short_piece"}
 
 E = TypeVar("E", bound=type[Encoder])
 
