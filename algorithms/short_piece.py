@@ -3,22 +3,28 @@
 For a piece of ``L`` bytes, start from one token per byte, keep the merge rank of
 every adjacent pair, and repeatedly merge the pair with the lowest rank (leftmost
 on ties), updating only the ranks of its two new neighbours. Each merge is a scan
-of at most ``L`` ranks and a shift, so the piece costs O(L^2) time, which for the
-short pieces of natural text (a handful of bytes) is cheaper than backtracking's
-trie walks and compatibility checks: the ranks come from the packed merge table of
-:mod:`algorithms.matching` (``merge_rank``, whose bit filter answers most
-non-merging pairs from L2), and the merged token from ``compiled.pair_lookup``
-only when a merge is applied. tiktoken does the same for its pieces.
+of at most ``L`` ranks and a shift, so a piece costs O(L^2) time; for the short
+pieces of natural text that is cheaper than backtracking's trie walks and
+compatibility checks (tiktoken does the same). The first round reads byte-pair
+ranks from a dense 64k table (``byte_pair_ranks``, L2-resident); later rounds use
+``matching.merge_rank`` (packed pairs + bit filter), and the merged token is
+``token_of_rank[rank]`` (no second hash probe).
 
-Exact: it is the definition (ranks of the canonical splits, as the ``heap`` encoder
-uses them), so it equals ``naive`` on every piece whose bytes are all tokens.
-The caller supplies scratch arrays of at least ``L`` slots (no allocation per piece)
-and keeps ``L`` small (the fused pipeline sends longer pieces to backtracking).
+Exact: it is the definition over the canonical splits' ranks (as the ``heap``
+encoder uses them), so it equals ``naive`` on every piece whose bytes are all
+tokens. It needs every merged token to have its own rank: ``token_of_rank``
+returns None when ranks tie (then callers must not use this kernel). Callers
+supply scratch arrays of at least ``L`` slots and keep ``L`` small (the fused
+pipeline sends longer pieces to backtracking).
+
+Also here: ``short_tokens`` / ``short_token``, a one-probe hash table of the tokens
+of at most 8 bytes that BPE produces (whole-piece lookup of short pieces).
 
 numba API::
 
-    merge_short_piece(byte_token, pairs, pair_filter, pair_keys, pair_vals,
+    merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
                       data, start, end, parts, ranks, out, n_out) -> new n_out
+    short_token(short_tokens, data, start, end) -> token | -1
 """
 
 from __future__ import annotations
