@@ -203,3 +203,20 @@ def test_runs_without_jit():
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == expected
+
+
+HF_MERGES_FIXTURE = str(REPO / "tests" / "golden" / "bytelevel_bpe.json")
+#: text biased toward the HF fixture's merges: its tokens are English-ish byte-level pieces
+MERGE_HEAVY = st.text(alphabet=st.sampled_from(list("the an ing ed er s ion tion ough 'll \n12")), max_size=60)
+
+
+@settings(deadline=None, max_examples=300)  # ~1 ms each: cheap enough to look harder
+@given(text=texts | MERGE_HEAVY)
+@example(text="the theater's thoroughly thin  \n\n 123456")
+def test_merges_rule_vocabulary_through_the_fused_path_equals_naive(text):
+    """A merges-rule vocabulary (HF tokenizer.json: priorities differ from ids, no whole-piece
+    lookup) takes the fused path, including its short-piece merge loop, and must still equal
+    the regex + naive reference."""
+    fused_tok = fused(HF_MERGES_FIXTURE)
+    assert fused_tok.vocabulary.rule == "merges" and not fused_tok.vocabulary.whole_piece_lookup
+    assert fused_tok.encode_ordinary(text) == reference(HF_MERGES_FIXTURE).encode_ordinary(text)
