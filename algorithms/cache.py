@@ -73,7 +73,7 @@ _ALIGN = 64
 _SUFFIX = ".bpv"
 _DISABLED = {"off", "0", "no", "false"}
 #: modules whose code decides what a cache file holds (their size and mtime are in the key)
-_LAYOUT_MODULES = ("cache.py", "compiled.py", "matching.py", "vocabulary.py", "loaders")
+_LAYOUT_MODULES = ("cache.py", "compiled.py", "matching.py", "short_piece.py", "vocabulary.py", "loaders")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
 
 
@@ -209,6 +209,7 @@ def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
     """Compile ``vocab`` (tables and matcher) and write it to ``path`` atomically."""
     from .compiled import compile_vocabulary
     from .matching import build_matcher
+    from .short_piece import short_piece_tables
 
     tables = compile_vocabulary(vocab)
     matcher = build_matcher(vocab)
@@ -218,6 +219,8 @@ def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
     _flatten("tables", tables, arrays, scalars, types)
     _flatten("matcher", matcher, arrays, scalars, types)
     arrays["vocab.priority"] = vocab.priority
+    for name, arr in short_piece_tables(vocab, tables, matcher).items():
+        arrays[f"short_piece.{name}"] = arr
     if vocab.rule == "merges" and vocab.merges is not None:
         items = sorted(vocab.merges.items())
         for i, column in enumerate(("left", "right", "priority", "merged")):
@@ -382,6 +385,9 @@ def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVoc
         _token_bytes=tables.token_bytes, _token_start=tables.token_start, _tokens=None,
         _merge_columns=merge_columns, _merges=() if meta["rule"] == "merges" else None,
     )
+    short = {name.split(".", 1)[1]: arr for name, arr in arrays.items() if name.startswith("short_piece.")}
+    if len(short) == 3:
+        vocab.__dict__["_short_piece_tables"] = short
     return vocab
 
 

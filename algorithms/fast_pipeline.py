@@ -240,7 +240,7 @@ class FusedPipeline:
         from .compiled import compile_vocabulary
         from .matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
-        from .short_piece import SHORT_TOKEN_BYTES, byte_pair_ranks, short_tokens, token_of_rank
+        from .short_piece import SHORT_TOKEN_BYTES, short_piece_tables
 
         reason = unsupported_reason(vocabulary)
         if reason is not None:
@@ -253,13 +253,14 @@ class FusedPipeline:
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and _has_unreachable(vocabulary, tables))
         matcher = build_matcher(vocabulary)
-        merges_by_rank = token_of_rank(matcher)
+        short = short_piece_tables(vocabulary, tables, matcher)
+        merges_by_rank = short["token_of_rank"]
         short_limit = self.SHORT_PIECE
-        if merges_by_rank is None:  # tied ranks: every piece goes to backtracking
+        if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit = np.full(1, -1, dtype=np.int32), 0
         self.plan = Plan(matcher, PATTERN_IDS[supported_pattern(vocabulary)],
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
-                         tables.token_start, tables.byte_token, short_tokens(tables), byte_pair_ranks(matcher, tables.byte_token),
+                         tables.token_start, tables.byte_token, short["short_tokens"], short["byte_pair_ranks"],
                          merges_by_rank, SHORT_TOKEN_BYTES, short_limit)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self._small_out = np.empty(self.SMALL, dtype=np.int32)

@@ -38,6 +38,21 @@ from .matching import merge_rank
 NO_MERGE = np.int64(1) << 62
 
 
+def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
+    """The fused pipeline's three short-piece arrays, memoised on ``vocab`` (and stored in the
+    on-disk vocabulary cache, so a cached load builds none of them):
+    ``short_tokens``, ``byte_pair_ranks`` and ``token_of_rank`` (empty when ranks tie)."""
+    found = vocab.__dict__.get("_short_piece_tables")
+    if found is None:
+        by_rank = token_of_rank(matcher)
+        found = vocab.__dict__["_short_piece_tables"] = {
+            "short_tokens": short_tokens(tables),
+            "byte_pair_ranks": byte_pair_ranks(matcher, tables.byte_token),
+            "token_of_rank": np.empty(0, dtype=np.int32) if by_rank is None else by_rank,
+        }
+    return found
+
+
 def token_of_rank(matcher) -> np.ndarray | None:
     """int32 array: the token formed by the merge of each priority rank (-1 for none), or None
     when two merged tokens share a rank (SentencePiece scores can tie): then the rank does
