@@ -386,9 +386,15 @@ def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVoc
         _merge_columns=merge_columns, _merges=() if meta["rule"] == "merges" else None,
     )
     short = {name.split(".", 1)[1]: arr for name, arr in arrays.items() if name.startswith("short_piece.")}
-    if len(short) == 3:
+    if set(short) == _short_piece_table_names():
         vocab.__dict__["_short_piece_tables"] = short
     return vocab
+
+
+def _short_piece_table_names() -> frozenset[str]:
+    from .short_piece import TABLE_NAMES
+
+    return TABLE_NAMES
 
 
 # ----------------------------------------------------------------------------- the entry point

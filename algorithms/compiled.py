@@ -91,7 +91,8 @@ def _pair_insert(pair_keys, pair_vals, left, right, merged):
 
 
 @njit(cache=True, inline="always")
-def _fnv(data, start, end):
+def fnv1a(data, start, end):
+    """64-bit FNV-1a hash of the bytes ``data[start:end]``."""
     h = _FNV_OFFSET
     for i in range(start, end):
         h = (h ^ np.uint64(data[i])) * _FNV_PRIME
@@ -102,7 +103,7 @@ def _fnv(data, start, end):
 def bytes_lookup(bytes_slots, token_bytes, token_start, data, start, end):
     """The id of the token whose bytes equal ``data[start:end]``, or -1."""
     mask = np.uint64(len(bytes_slots) - 1)
-    slot = _fnv(data, start, end) & mask
+    slot = fnv1a(data, start, end) & mask
     length = end - start
     while True:
         t = bytes_slots[slot]
@@ -127,7 +128,7 @@ def _build_bytes_slots(token_bytes, token_start, usable, capacity):
     for t in range(len(token_start) - 1):
         if not usable[t]:
             continue
-        slot = _fnv(token_bytes, token_start[t], token_start[t + 1]) & mask
+        slot = fnv1a(token_bytes, token_start[t], token_start[t + 1]) & mask
         while slots[slot] != -1:
             slot = (slot + np.uint64(1)) & mask
         slots[slot] = t

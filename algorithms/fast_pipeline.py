@@ -13,13 +13,14 @@ bytes of the text:
 3. encode the piece. Most pieces of natural text are one token (95% of English
    prose and code): if the whole piece is a token BPE produces, that token is
    the piece's encoding (BPE of a token's own bytes gives the token), so one
-   lookup and no BPE. Pieces of at most 8 bytes that start with an ASCII byte
-   are looked up in a small-key hash table (one probe, ``short_piece.short_token``),
-   others by walking the forward trie over the piece. Pieces that are not one
-   token and have at most 32 bytes run the O(L^2) merge loop of
-   :mod:`algorithms.short_piece` (the definition over packed merge ranks, as
-   tiktoken does); longer ones run the backtracking kernel of
-   :mod:`algorithms.backtracking` (linear, so one long piece stays O(n));
+   lookup and no BPE. Pieces of at most 16 bytes that start with an ASCII byte
+   are looked up in small-key hash tables (one probe: ``short_piece.short_token``
+   up to 8 bytes, ``short_piece.medium_token`` for 9 to 16), others by walking
+   the forward trie over the piece. A piece of several tokens is first looked up
+   in the call's piece memo (below); if it is new, pieces of at most 32 bytes run
+   the O(L^2) merge loop of :mod:`algorithms.short_piece` (the definition over
+   packed merge ranks, as tiktoken does) and longer ones the backtracking kernel
+   of :mod:`algorithms.backtracking` (linear, so one long piece stays O(n));
 4. append the ids to a preallocated ``int32`` output (a text of ``n`` bytes has at
    most ``n`` tokens).
 
@@ -27,18 +28,28 @@ Whole-piece lookup (tiktoken's "a piece that is a token is emitted as is") only
 differs from BPE for tokens BPE cannot produce; when the vocabulary has such
 tokens every piece is first looked up in the bytes table.
 
-A piece cache (ids of recently seen multi-token pieces in a fixed-size hash table
-of numba arrays, verified by comparing bytes) was measured and left out: it made
-whole texts 0.92-1.09x as fast (cold, one call per text; English prose repeats
-words, but one-token pieces never reach it, and misses on multilingual text cost
-more than the hits save). ``benchmarks/quick_pipeline.py`` shows the numbers.
+The piece memo is a small hash table (16 to 4096 slots, at most 128 kB) that lives
+for one call (one text, or one whole batch). It remembers where a multi-token
+piece's bytes and ids are (in ``data`` and in ``out``, which only grows during the
+call), so it holds no copies and can never return stale ids; a hit is verified by
+comparing bytes, then the ids are copied. English prose and code repeat 64-70% of
+their multi-token pieces (multilingual ``udhr-all``: 31%).
 
-Measured side by side in one process against backtracking for every piece and a
-trie walk for every whole-piece lookup (best of 15 interleaved rounds): the
-short-piece merge loop plus the hash lookup made whole texts 1.10-1.17x as fast on
-English prose and Python code and 1.19-1.27x on ``udhr-all`` (cl100k and o200k).
-The hash lookup alone for non-ASCII first bytes was slower than the trie walk
-(which fails after a byte or two on pieces that are not tokens), hence the ASCII gate.
+Measured side by side in one process (interleaved rounds of the kernel before and
+after each change on the same arrays, best of 11; ``prose-en``, ``code-python`` and
+``udhr-all`` on cl100k and o200k):
+
+* the short-piece merge loop plus the 8-byte table, against backtracking for every
+  piece and a trie walk for every lookup: 1.10-1.17x on English prose and code,
+  1.19-1.27x on ``udhr-all``;
+* the piece memo: 1.10-1.32x on prose and code, 1.03-1.13x on ``udhr-all``
+  (an earlier cache kept across calls, with its own id storage, was 0.92-1.09x);
+* the 16-byte table after that: 1.18-1.22x on prose and code, 1.02-1.08x on ``udhr-all``.
+
+The hash lookup for pieces starting with a non-ASCII byte was slower than the trie
+walk (which fails after a byte or two on pieces that are not tokens), hence the
+ASCII gate. Gathering the output list from an object array of pre-made ints
+(instead of ``tolist``) was measured too and gave 0.91-1.21x: left out.
 
 Complexity: O(n) for a text of n bytes (pre-tokenizer and backtracking are both
 linear; the merge loop is O(L^2) on pieces of L <= 32 bytes, so O(32 n) at worst).
@@ -60,10 +71,10 @@ import numpy as np
 from numba import njit
 
 from .backtracking import backtrack_piece
-from .compiled import bytes_lookup
+from .compiled import fnv1a, bytes_lookup
 from .matching import Matcher
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
-from .short_piece import merge_short_piece, short_token
+from .short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -78,9 +89,9 @@ class Plan(NamedTuple):
     token_start: np.ndarray  # int64
     byte_token: np.ndarray  # int32[256]: the token of each single byte
     short_tokens: np.ndarray  # int64[slots, 2]: ``short_piece.short_tokens``
+    medium_tokens: np.ndarray  # int64[slots, 3]: ``short_piece.medium_tokens``
     byte_pair_rank: np.ndarray  # int64[65536]: ``short_piece.byte_pair_ranks``
     token_of_rank: np.ndarray  # int32: the token each merge rank forms (``short_piece.token_of_rank``)
-    short_token_bytes: int  # pieces of at most this many bytes are looked up in ``short_tokens``
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
 
 
@@ -100,8 +111,39 @@ def _whole_piece_token(cells, data, start, end):
     return cells[node, 2]
 
 
+#: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
+_MEMO_MIN_SLOTS = 16
+_MEMO_MAX_SLOTS = 4096
+
+
 @njit(cache=True)
-def _encode_text(plan, data, start, end, dead, out, n_out):
+def _new_memo(n_bytes):
+    """An empty piece memo for a call over ``n_bytes`` bytes: (slots, 4) int64, all -1.
+
+    Row = (hash of the piece's bytes, its start in ``data``, the start of its ids in
+    ``out``, length << 32 | number of ids). It stores no ids: a memoised piece's ids
+    are still in ``out`` (append-only within one call), so a hit copies them from there."""
+    slots = _MEMO_MIN_SLOTS
+    while slots < _MEMO_MAX_SLOTS and slots * 64 < n_bytes:
+        slots *= 2
+    return np.full((slots, 4), -1, dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _memo_find(memo, slot, key, data, start, end):
+    """The slot's ids (start in ``out``, count) if it holds the piece ``data[start:end]``, else (-1, 0)."""
+    length = end - start
+    if memo[slot, 0] != key or (memo[slot, 3] >> 32) != length:
+        return np.int64(-1), np.int64(0)
+    seen = memo[slot, 1]
+    for i in range(length):
+        if data[seen + i] != data[start + i]:
+            return np.int64(-1), np.int64(0)
+    return memo[slot, 2], memo[slot, 3] & 0xFFFFFFFF
+
+
+@njit(cache=True)
+def _encode_text(plan, data, start, end, dead, memo, out, n_out):
     """Pre-tokenize ``data[start:end]`` (whole characters) and append the ids of every piece."""
     cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
     n_chars = cls.shape[0]
@@ -111,6 +153,7 @@ def _encode_text(plan, data, start, end, dead, out, n_out):
     short_limit = plan.short_limit
     parts = np.empty(max(short_limit, 1), dtype=np.int32)
     ranks = np.empty(max(short_limit, 1), dtype=np.int64)
+    memo_mask = memo.shape[0] - 1
     char = 0
     piece_start = start
     while char < n_chars:
@@ -126,19 +169,39 @@ def _encode_text(plan, data, start, end, dead, out, n_out):
             token = bytes_lookup(plan.bytes_slots, plan.token_bytes, plan.token_start,
                                  data, piece_start, piece_end)
         if token < 0:
-            if piece_end - piece_start <= plan.short_token_bytes and data[piece_start] < 0x80:
-                token = short_token(plan.short_tokens, data, piece_start, piece_end)
+            length = piece_end - piece_start
+            if length <= MEDIUM_TOKEN_BYTES and data[piece_start] < 0x80:
+                if length <= SHORT_TOKEN_BYTES:
+                    token = short_token(plan.short_tokens, data, piece_start, piece_end)
+                else:
+                    token = medium_token(plan.medium_tokens, data, piece_start, piece_end)
             else:
                 token = _whole_piece_token(matcher.forward.cells, data, piece_start, piece_end)
         if token >= 0:
             out[n_out] = token
             n_out += 1
-        elif piece_end - piece_start <= short_limit:
-            n_out = merge_short_piece(plan.byte_token, plan.byte_pair_rank, matcher.pairs, matcher.pair_filter,
-                                      plan.token_of_rank, data, piece_start, piece_end,
-                                      parts, ranks, out, n_out)
         else:
-            n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+            # a piece of several tokens: natural text repeats them (64-70% of such pieces in
+            # English prose and code), and a repeat costs a hash and a copy instead of BPE
+            key = np.int64(fnv1a(data, piece_start, piece_end))
+            slot = (key ^ (key >> 29)) & memo_mask
+            seen_at, count = _memo_find(memo, slot, key, data, piece_start, piece_end)
+            if seen_at >= 0:
+                for i in range(count):
+                    out[n_out + i] = out[seen_at + i]
+                n_out += count
+            else:
+                first = n_out
+                if piece_end - piece_start <= short_limit:
+                    n_out = merge_short_piece(plan.byte_token, plan.byte_pair_rank, matcher.pairs,
+                                              matcher.pair_filter, plan.token_of_rank, data, piece_start,
+                                              piece_end, parts, ranks, out, n_out)
+                else:
+                    n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+                memo[slot, 0] = key
+                memo[slot, 1] = piece_start
+                memo[slot, 2] = first
+                memo[slot, 3] = (np.int64(piece_end - piece_start) << 32) | (n_out - first)
         piece_start = piece_end
         char = piece_end_char
     return n_out
@@ -148,7 +211,7 @@ def _encode_text(plan, data, start, end, dead, out, n_out):
 def encode_utf8(plan, data, out):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids."""
     dead = np.zeros(data.shape[0] + 1, dtype=np.uint8)
-    return _encode_text(plan, data, 0, data.shape[0], dead, out, 0)
+    return _encode_text(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), out, 0)
 
 
 @njit(cache=True)
@@ -156,10 +219,11 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     dead = np.zeros(data.shape[0] + 1, dtype=np.uint8)
+    memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
-        n_out = _encode_text(plan, data, text_offsets[i], text_offsets[i + 1], dead, out, n_out)
+        n_out = _encode_text(plan, data, text_offsets[i], text_offsets[i + 1], dead, memo, out, n_out)
         out_offsets[i + 1] = n_out
     return n_out
 
@@ -191,7 +255,7 @@ def _stamp_kernels_with_their_sources() -> None:
         except OSError:
             digest.update(name.encode())
     extra = digest.hexdigest()
-    for kernel in (_whole_piece_token, _encode_text, encode_utf8, encode_utf8_batch):
+    for kernel in (_whole_piece_token, _new_memo, _memo_find, _encode_text, encode_utf8, encode_utf8_batch):
         cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
         stamp = getattr(cache_file, "_source_stamp", None)
         if stamp is not None:
@@ -240,7 +304,7 @@ class FusedPipeline:
         from .compiled import compile_vocabulary
         from .matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
-        from .short_piece import SHORT_TOKEN_BYTES, short_piece_tables
+        from .short_piece import short_piece_tables
 
         reason = unsupported_reason(vocabulary)
         if reason is not None:
@@ -260,8 +324,8 @@ class FusedPipeline:
             merges_by_rank, short_limit = np.full(1, -1, dtype=np.int32), 0
         self.plan = Plan(matcher, PATTERN_IDS[supported_pattern(vocabulary)],
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
-                         tables.token_start, tables.byte_token, short["short_tokens"], short["byte_pair_ranks"],
-                         merges_by_rank, SHORT_TOKEN_BYTES, short_limit)
+                         tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
+                         short["byte_pair_ranks"], merges_by_rank, short_limit)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self._small_out = np.empty(self.SMALL, dtype=np.int32)
         self._encode = _DirectCall(encode_utf8)

@@ -17,14 +17,17 @@ returns None when ranks tie (then callers must not use this kernel). Callers
 supply scratch arrays of at least ``L`` slots and keep ``L`` small (the fused
 pipeline sends longer pieces to backtracking).
 
-Also here: ``short_tokens`` / ``short_token``, a one-probe hash table of the tokens
-of at most 8 bytes that BPE produces (whole-piece lookup of short pieces).
+Also here: one-probe hash tables of the tokens BPE produces, for the whole-piece
+lookup of short pieces: ``short_tokens`` / ``short_token`` (at most 8 bytes, key one
+uint64) and ``medium_tokens`` / ``medium_token`` (9 to 16 bytes, key two uint64).
+A probe reads one row; a trie walk over the piece reads one row per byte.
 
 numba API::
 
     merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
                       data, start, end, parts, ranks, out, n_out) -> new n_out
-    short_token(short_tokens, data, start, end) -> token | -1
+    short_token(short_tokens, data, start, end) -> token | -1      (end - start <= 8)
+    medium_token(medium_tokens, data, start, end) -> token | -1    (8 < end - start <= 16)
 """
 
 from __future__ import annotations
@@ -36,17 +39,21 @@ from .matching import merge_rank
 
 #: rank of a pair that never merges (above every real rank, so the minimum scan needs no test)
 NO_MERGE = np.int64(1) << 62
+#: the arrays ``short_piece_tables`` returns
+TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "byte_pair_ranks", "token_of_rank"})
 
 
 def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
-    """The fused pipeline's three short-piece arrays, memoised on ``vocab`` (and stored in the
-    on-disk vocabulary cache, so a cached load builds none of them):
-    ``short_tokens``, ``byte_pair_ranks`` and ``token_of_rank`` (empty when ranks tie)."""
+    """The fused pipeline's short-piece arrays (:data:`TABLE_NAMES`), memoised on ``vocab`` and
+    stored in the on-disk vocabulary cache, so a cached load builds none of them:
+    ``short_tokens``, ``medium_tokens``, ``byte_pair_ranks`` and ``token_of_rank`` (empty when
+    ranks tie)."""
     found = vocab.__dict__.get("_short_piece_tables")
     if found is None:
         by_rank = token_of_rank(matcher)
         found = vocab.__dict__["_short_piece_tables"] = {
             "short_tokens": short_tokens(tables),
+            "medium_tokens": medium_tokens(tables),
             "byte_pair_ranks": byte_pair_ranks(matcher, tables.byte_token),
             "token_of_rank": np.empty(0, dtype=np.int32) if by_rank is None else by_rank,
         }
@@ -196,4 +203,68 @@ def short_tokens(tables) -> np.ndarray:
         capacity *= 2
     table = np.full((capacity, 2), -1, dtype=np.int64)
     _fill_short_tokens(tables.token_bytes, tables.token_start, produced, table)
+    return table
+
+
+# ----------------------------------------------------------------------------- whole medium pieces
+#: pieces of ``SHORT_TOKEN_BYTES + 1`` up to this many bytes are looked up whole in ``medium_tokens``
+MEDIUM_TOKEN_BYTES = 16
+_SECOND_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
+
+
+@njit(cache=True, inline="always")
+def _medium_slot(low, high, mask):
+    mixed = (low * _MULTIPLIER) ^ (high * _SECOND_MULTIPLIER)
+    return np.int64(mixed >> np.uint64(32)) & mask
+
+
+@njit(cache=True, inline="always")
+def medium_token(medium_tokens, data, start, end):
+    """The token whose bytes are ``data[start:end]`` (9 to ``MEDIUM_TOKEN_BYTES`` bytes), or -1."""
+    length = end - start
+    low = _pack(data, start, start + 8)
+    high = _pack(data, start + 8, end)
+    mask = medium_tokens.shape[0] - 1
+    slot = _medium_slot(low, high ^ np.uint64(length), mask)
+    while True:
+        value = medium_tokens[slot, 2]
+        if value < 0:
+            return np.int64(-1)
+        if (np.uint64(medium_tokens[slot, 0]) == low and np.uint64(medium_tokens[slot, 1]) == high
+                and (value >> 32) == length):
+            return value & 0xFFFFFFFF
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True)
+def _fill_medium_tokens(token_bytes, token_start, produced, table):
+    mask = table.shape[0] - 1
+    for t in range(len(token_start) - 1):
+        s, e = token_start[t], token_start[t + 1]
+        if not produced[t] or e - s <= SHORT_TOKEN_BYTES or e - s > MEDIUM_TOKEN_BYTES:
+            continue
+        low = _pack(token_bytes, s, s + 8)
+        high = _pack(token_bytes, s + 8, e)
+        slot = _medium_slot(low, high ^ np.uint64(e - s), mask)
+        while table[slot, 2] >= 0:
+            slot = (slot + 1) & mask
+        table[slot, 0] = np.int64(low)
+        table[slot, 1] = np.int64(high)
+        table[slot, 2] = (np.int64(e - s) << 32) | t
+
+
+def medium_tokens(tables) -> np.ndarray:
+    """int64[slots, 3] hash table of the tokens of ``SHORT_TOKEN_BYTES + 1`` to
+    ``MEDIUM_TOKEN_BYTES`` bytes that BPE produces: row = (first 8 bytes, the rest,
+    length << 32 | token), -1 = empty."""
+    from .compiled import NEVER
+
+    produced = tables.priority < NEVER
+    lengths = tables.token_len
+    count = int((produced & (lengths > SHORT_TOKEN_BYTES) & (lengths <= MEDIUM_TOKEN_BYTES)).sum())
+    capacity = 1024
+    while capacity < 2 * count:
+        capacity *= 2
+    table = np.full((capacity, 3), -1, dtype=np.int64)
+    _fill_medium_tokens(tables.token_bytes, tables.token_start, produced, table)
     return table

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -84,10 +85,23 @@ def test_natural_text_equals_the_naive_reference(language):
 @example(text="I'm  DON'T\r\n\r\n  x 12345 ſ's")
 @example(text="\u00a0\u00a0x \t\n")
 @example(text="cafe\u0301 Cafe\u0301S")  # NFC changes it for qwen
+@example(text="\U0003d000/A")  # a letter for regex (Unicode 17), unassigned for tiktoken
 def test_generated_text_equals_naive_and_tiktoken(name, text):
     ids = fused(name).encode_ordinary(text)
     assert ids == reference(name).encode_ordinary(text)
-    assert ids == tiktoken_peer(name).encode_ordinary(text)
+    if not _assigned_after_unicode_14(text):
+        assert ids == tiktoken_peer(name).encode_ordinary(text)
+
+
+def _assigned_after_unicode_14(text: str) -> bool:
+    """True if ``text`` has a character the ``regex`` module (Unicode 17, our reference)
+    knows but Python 3.11's ``unicodedata`` (Unicode 14) does not. tiktoken's Rust regex
+    has its own, older tables and may split those differently (hypothesis found U+3D000:
+    a letter for ``regex``, unassigned for tiktoken), so only the reference judges them."""
+    return any(unicodedata.category(c) == "Cn" and not _UNASSIGNED.match(c) for c in text)
+
+
+_UNASSIGNED = regex.compile(r"\p{Cn}")
 
 
 @settings(deadline=None)
@@ -220,3 +234,46 @@ def test_merges_rule_vocabulary_through_the_fused_path_equals_naive(text):
     fused_tok = fused(HF_MERGES_FIXTURE)
     assert fused_tok.vocabulary.rule == "merges" and not fused_tok.vocabulary.whole_piece_lookup
     assert fused_tok.encode_ordinary(text) == reference(HF_MERGES_FIXTURE).encode_ordinary(text)
+
+
+def test_repeated_multi_token_pieces_with_memo_collisions_equal_the_reference():
+    # a 4 kB text gets a 64-slot piece memo: 150 distinct multi-token
+    # words, each seen three times in shuffled order, collide and overwrite each other
+    import random
+
+    rng = random.Random(7)
+    words = ["".join(rng.choice("qxzjkvw") for _ in range(rng.randint(3, 12))) for _ in range(150)]
+    text = " ".join(rng.sample(words * 3, 450))
+    for name in ("cl100k_base", "o200k_base"):
+        tok = fused(name)
+        assert tok.encode_ordinary(text) == tiktoken_peer(name).encode_ordinary(text)
+        halves = [text[: len(text) // 2], text[len(text) // 2:], text]
+        assert tok.encode_ordinary_batch(halves) == [reference(name).encode_ordinary(t) for t in halves]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
+    from algorithms.compiled import NEVER, compile_vocabulary
+    from algorithms.short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, short_token
+
+    vocab = load_vocabulary(name)
+    plan = fused(name)._fused.plan
+    priority = compile_vocabulary(vocab).priority
+
+    def lookup(piece: bytes) -> int:
+        data = np.frombuffer(piece, dtype=np.uint8)
+        table = short_token if len(piece) <= SHORT_TOKEN_BYTES else medium_token
+        return int(table(plan.short_tokens if table is short_token else plan.medium_tokens, data, 0, len(piece)))
+
+    checked = 0
+    for token_id, piece in enumerate(vocab.tokens):
+        if 1 <= len(piece) <= MEDIUM_TOKEN_BYTES and priority[token_id] < NEVER:
+            assert lookup(piece) == token_id, piece
+            checked += 1
+            # the same bytes one shorter or one longer are another token or none
+            for other in (piece[:-1], piece + b"\x00"):
+                if 1 <= len(other) <= MEDIUM_TOKEN_BYTES:
+                    want = vocab.token_id(other)
+                    got = lookup(other)
+                    assert got == (want if want is not None and priority[want] < NEVER else -1), other
+    assert checked > 0.9 * len(vocab.tokens)
