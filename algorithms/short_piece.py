@@ -135,11 +135,13 @@ def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_r
     return n_out + n
 
 
-# ----------------------------------------------------------------------------- whole short pieces
-#: pieces up to this many bytes are looked up whole in the ``short_tokens`` table
+# ----------------------------------------------------------------------------- whole-token tables
+#: pieces up to this many bytes are looked up whole in ``short_tokens`` (key: one uint64)
 SHORT_TOKEN_BYTES = 8
+#: longer pieces up to this many bytes are looked up whole in ``medium_tokens`` (key: two uint64)
+MEDIUM_TOKEN_BYTES = 16
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-_LENGTH_SALT = np.uint64(0xC2B2AE3D27D4EB4F)
+_SECOND_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
 
 
 @njit(cache=True, inline="always")
@@ -152,9 +154,11 @@ def _pack(data, start, end):
 
 
 @njit(cache=True, inline="always")
-def _short_slot(key, length, mask):
-    # multiplicative hash: the high half of the product mixes every byte of the key
-    return np.int64(((key ^ (np.uint64(length) * _LENGTH_SALT)) * _MULTIPLIER) >> np.uint64(32)) & mask
+def _slot(low, high, length, mask):
+    """Slot of the bytes packed as ``low`` (first 8) and ``high`` (the rest, 0 if none)."""
+    # multiplicative hashing: the high half of the products mixes every byte of the key
+    mixed = (low * _MULTIPLIER) ^ ((high ^ np.uint64(length)) * _SECOND_MULTIPLIER)
+    return np.int64(mixed >> np.uint64(32)) & mask
 
 
 @njit(cache=True, inline="always")
@@ -166,7 +170,7 @@ def short_token(short_tokens, data, start, end):
     length = end - start
     key = _pack(data, start, end)
     mask = short_tokens.shape[0] - 1
-    slot = _short_slot(key, length, mask)
+    slot = _slot(key, np.uint64(0), length, mask)
     while True:
         value = short_tokens[slot, 1]
         if value < 0:
@@ -176,48 +180,6 @@ def short_token(short_tokens, data, start, end):
         slot = (slot + 1) & mask
 
 
-@njit(cache=True)
-def _fill_short_tokens(token_bytes, token_start, produced, table):
-    mask = table.shape[0] - 1
-    for t in range(len(token_start) - 1):
-        s, e = token_start[t], token_start[t + 1]
-        if not produced[t] or e - s > SHORT_TOKEN_BYTES:
-            continue
-        key = _pack(token_bytes, s, e)
-        slot = _short_slot(key, e - s, mask)
-        while table[slot, 1] >= 0:
-            slot = (slot + 1) & mask
-        table[slot, 0] = np.int64(key)
-        table[slot, 1] = (np.int64(e - s) << 32) | t
-
-
-def short_tokens(tables) -> np.ndarray:
-    """int64[slots, 2] hash table of the tokens of at most ``SHORT_TOKEN_BYTES`` bytes that BPE
-    produces (``priority < NEVER``): row = (packed bytes, length << 32 | token), -1 = empty."""
-    from .compiled import NEVER
-
-    produced = tables.priority < NEVER
-    count = int((produced & (tables.token_len <= SHORT_TOKEN_BYTES)).sum())
-    capacity = 1024
-    while capacity < 2 * count:
-        capacity *= 2
-    table = np.full((capacity, 2), -1, dtype=np.int64)
-    _fill_short_tokens(tables.token_bytes, tables.token_start, produced, table)
-    return table
-
-
-# ----------------------------------------------------------------------------- whole medium pieces
-#: pieces of ``SHORT_TOKEN_BYTES + 1`` up to this many bytes are looked up whole in ``medium_tokens``
-MEDIUM_TOKEN_BYTES = 16
-_SECOND_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
-
-
-@njit(cache=True, inline="always")
-def _medium_slot(low, high, mask):
-    mixed = (low * _MULTIPLIER) ^ (high * _SECOND_MULTIPLIER)
-    return np.int64(mixed >> np.uint64(32)) & mask
-
-
 @njit(cache=True, inline="always")
 def medium_token(medium_tokens, data, start, end):
     """The token whose bytes are ``data[start:end]`` (9 to ``MEDIUM_TOKEN_BYTES`` bytes), or -1."""
@@ -225,7 +187,7 @@ def medium_token(medium_tokens, data, start, end):
     low = _pack(data, start, start + 8)
     high = _pack(data, start + 8, end)
     mask = medium_tokens.shape[0] - 1
-    slot = _medium_slot(low, high ^ np.uint64(length), mask)
+    slot = _slot(low, high, length, mask)
     while True:
         value = medium_tokens[slot, 2]
         if value < 0:
@@ -237,34 +199,47 @@ def medium_token(medium_tokens, data, start, end):
 
 
 @njit(cache=True)
-def _fill_medium_tokens(token_bytes, token_start, produced, table):
+def _fill_token_table(token_bytes, token_start, produced, shortest, longest, table):
     mask = table.shape[0] - 1
+    value_column = table.shape[1] - 1  # 1: key is one word, 2: two words
     for t in range(len(token_start) - 1):
         s, e = token_start[t], token_start[t + 1]
-        if not produced[t] or e - s <= SHORT_TOKEN_BYTES or e - s > MEDIUM_TOKEN_BYTES:
+        if not produced[t] or e - s < shortest or e - s > longest:
             continue
-        low = _pack(token_bytes, s, s + 8)
-        high = _pack(token_bytes, s + 8, e)
-        slot = _medium_slot(low, high ^ np.uint64(e - s), mask)
-        while table[slot, 2] >= 0:
+        low = _pack(token_bytes, s, min(e, s + 8))
+        high = _pack(token_bytes, s + 8, e) if e - s > 8 else np.uint64(0)
+        slot = _slot(low, high, e - s, mask)
+        while table[slot, value_column] >= 0:
             slot = (slot + 1) & mask
         table[slot, 0] = np.int64(low)
-        table[slot, 1] = np.int64(high)
-        table[slot, 2] = (np.int64(e - s) << 32) | t
+        if value_column == 2:
+            table[slot, 1] = np.int64(high)
+        table[slot, value_column] = (np.int64(e - s) << 32) | t
 
 
-def medium_tokens(tables) -> np.ndarray:
-    """int64[slots, 3] hash table of the tokens of ``SHORT_TOKEN_BYTES + 1`` to
-    ``MEDIUM_TOKEN_BYTES`` bytes that BPE produces: row = (first 8 bytes, the rest,
-    length << 32 | token), -1 = empty."""
+def _token_table(tables, shortest: int, longest: int) -> np.ndarray:
+    """Open-addressing table (load <= 1/2) of the tokens of ``shortest..longest`` bytes that
+    BPE produces (``priority < NEVER``): row = (key words..., length << 32 | token), -1 = empty."""
     from .compiled import NEVER
 
     produced = tables.priority < NEVER
     lengths = tables.token_len
-    count = int((produced & (lengths > SHORT_TOKEN_BYTES) & (lengths <= MEDIUM_TOKEN_BYTES)).sum())
+    count = int((produced & (lengths >= shortest) & (lengths <= longest)).sum())
     capacity = 1024
     while capacity < 2 * count:
         capacity *= 2
-    table = np.full((capacity, 3), -1, dtype=np.int64)
-    _fill_medium_tokens(tables.token_bytes, tables.token_start, produced, table)
+    table = np.full((capacity, 2 if longest <= 8 else 3), -1, dtype=np.int64)
+    _fill_token_table(tables.token_bytes, tables.token_start, produced, shortest, longest, table)
     return table
+
+
+def short_tokens(tables) -> np.ndarray:
+    """int64[slots, 2]: the tokens of at most ``SHORT_TOKEN_BYTES`` bytes BPE produces;
+    row = (packed bytes, length << 32 | token)."""
+    return _token_table(tables, 1, SHORT_TOKEN_BYTES)
+
+
+def medium_tokens(tables) -> np.ndarray:
+    """int64[slots, 3]: the tokens of ``SHORT_TOKEN_BYTES + 1`` to ``MEDIUM_TOKEN_BYTES``
+    bytes BPE produces; row = (first 8 bytes, the rest, length << 32 | token)."""
+    return _token_table(tables, SHORT_TOKEN_BYTES + 1, MEDIUM_TOKEN_BYTES)
