@@ -37,7 +37,7 @@ Both are exact (equal to ``naive`` on the current text). The registered encoders
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from .compiled import compile_vocabulary
 from .errors import BpebenchError

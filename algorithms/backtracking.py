@@ -26,7 +26,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from .encoder import PiecewiseEncoder
 from .matching import build_matcher, longest_match, pair_compatible

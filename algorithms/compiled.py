@@ -26,7 +26,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 if os.environ.get("NUMBA_DISABLE_JIT") == "1":
     # As plain Python the hashes run on numpy scalars, which warn where compiled code

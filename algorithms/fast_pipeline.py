@@ -68,7 +68,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from . import aot as _aot
+from .jit import njit, on_materialise
 
 from .backtracking import backtrack_piece
 from .compiled import fnv1a, bytes_lookup
@@ -262,7 +263,7 @@ def _stamp_kernels_with_their_sources() -> None:
             cache_file._source_stamp = (stamp, extra)
 
 
-_stamp_kernels_with_their_sources()
+on_materialise(_stamp_kernels_with_their_sources)  # when numba makes the dispatchers, not at import
 
 
 # ----------------------------------------------------------------------------- Python front end
@@ -292,7 +293,9 @@ def unsupported_reason(vocab) -> str | None:
 class FusedPipeline:
     """Pre-tokenizer + backtracking BPE over one vocabulary, one numba call per text or batch.
 
-    Only the pieces' ids: normalizers and special tokens are the Tokenizer's job.
+    Only the pieces' ids: normalizers and special tokens are the Tokenizer's job. The
+    calls go to the ahead-of-time compiled copy of ``encode_utf8`` / ``encode_utf8_batch``
+    when it is available (``aot`` is True; see :mod:`algorithms.aot`), else to numba's JIT.
     """
 
     #: texts up to this many bytes reuse one output buffer (``encode_list`` copies out of it)
@@ -330,6 +333,11 @@ class FusedPipeline:
         self._small_out = np.empty(self.SMALL, dtype=np.int32)
         self._encode = _DirectCall(encode_utf8)
         self._encode_batch = _DirectCall(encode_utf8_batch)
+        # the ahead-of-time compiled entry points when available (``algorithms/aot.py``): no numba import
+        aot_calls = _aot.entry_points(self.plan)
+        self.aot = aot_calls is not None
+        if aot_calls is not None:
+            self._encode, self._encode_batch = aot_calls
 
     def _check(self, data: np.ndarray) -> None:
         if not self._all_bytes_are_tokens:

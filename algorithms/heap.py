@@ -18,7 +18,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from .compiled import compile_vocabulary, pair_lookup
 from .encoder import PiecewiseEncoder

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from .backtracking import backtrack_piece
 from .errors import BpebenchError

@@ -80,7 +80,7 @@ against ``regex.findall`` on 2 MB of stdlib source and of docstring prose.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from algorithms.patterns import PATTERNS
 from algorithms.unicode_table import (

@@ -25,7 +25,7 @@ _discovered = False
 _NOT_ENCODERS = {"errors", "encoder", "registry", "vocabulary", "compiled", "patterns",
                  "loaders", "builtin", "tokenizer", "pretokenize", "pretokenize_compiled",
                  "unicode_table", "peers", "matching", "chunking", "cache", "agreement",
-                 "short_piece"}
+                 "short_piece", "jit", "aot"}
 
 E = TypeVar("E", bound=type[Encoder])
 

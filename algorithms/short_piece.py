@@ -33,7 +33,7 @@ numba API::
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 from .matching import merge_rank
 

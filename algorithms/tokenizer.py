@@ -28,6 +28,7 @@ Special tokens are carved out in Python around either path, as tiktoken does.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import AbstractSet, Collection, Iterable, Literal, Sequence
 
@@ -63,7 +64,8 @@ class Tokenizer:
     """Encode text with a vocabulary, a pre-tokenizer and any Encoder.
 
     Args:
-        vocabulary: the Vocabulary (see ``algorithms.loaders.load_vocabulary``).
+        vocabulary: the Vocabulary, or a built-in name or path given to
+            ``algorithms.loaders.load_vocabulary``.
         algorithm: an encoder name, an Encoder instance, or None for the fastest exact one.
         pretokenizer: None for the fastest exact choice (the compiled pre-tokenizer, fused
             with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
@@ -73,13 +75,17 @@ class Tokenizer:
 
     def __init__(
         self,
-        vocabulary: Vocabulary,
+        vocabulary: Vocabulary | str | os.PathLike,
         *,
         algorithm: str | Encoder | None = None,
         pretokenizer=None,
     ) -> None:
         from .fast_pipeline import supported_pattern, unsupported_reason
 
+        if isinstance(vocabulary, (str, os.PathLike)):
+            from .loaders import load_vocabulary
+
+            vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = vocabulary
         if isinstance(algorithm, Encoder):
             self.encoder = algorithm

@@ -18,11 +18,14 @@ counts; numba compilation and cache loading happen in a warm-up call first):
    ``encode_ordinary_batch`` vs tiktoken's ``encode_ordinary_batch(num_threads=1)``,
    and one ``encode_ordinary`` call per text for both.
 4. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
-   import and first cached call (its fixed costs), our module imports, mapping
-   ``o200k_base`` from the vocabulary cache, ``Tokenizer()``, the first encode;
-   tiktoken building ``o200k_base`` from the same ranks file; the first-ever
-   build of the cache (empty ``BPEBENCH_CACHE``), and numba's compilation of the
-   fused kernel (empty ``NUMBA_CACHE_DIR``).
+   import and first cached call (its fixed costs), then for our Tokenizer once with
+   the ahead-of-time compiled fused pipeline (``algorithms/aot.py``; numba is never
+   imported) and once with ``BPEBENCH_AOT=0`` (numba's JIT): our module imports,
+   mapping ``o200k_base`` from the vocabulary cache, ``Tokenizer()``, the first
+   encode; tiktoken building ``o200k_base`` from the same ranks file; the first-ever
+   builds: the vocabulary cache (empty ``BPEBENCH_CACHE``), the ahead-of-time module
+   (no module in the cache), and numba's compilation of the fused kernel (AOT off,
+   empty ``NUMBA_CACHE_DIR``).
 
 Every implementation's ids are checked against ours before timing. Numbers move
 with the machine's load: compare within one run.
@@ -204,10 +207,7 @@ _TRIVIAL = "from numba import njit\n\n\n@njit(cache=True)\ndef f(a):\n    return
 _OURS = r"""
 import time, sys, json
 t0 = time.perf_counter()
-import numba, numpy as np
-sys.path.insert(0, {helper!r})
-import bench_trivial_numba
-bench_trivial_numba.f(np.zeros(3))
+import numpy, regex
 t1 = time.perf_counter()
 sys.path.insert(0, {repo!r})
 import algorithms.tokenizer, algorithms.loaders, algorithms.fast_pipeline, algorithms.cache
@@ -221,9 +221,10 @@ tok = algorithms.tokenizer.Tokenizer(vocab)
 t5 = time.perf_counter()
 assert tok.encode_ordinary("hello world") == [24912, 2375] and tok.fused
 t6 = time.perf_counter()
-print(json.dumps({{"numba import + first call": t1 - t0, "our module imports": t2 - t1,
+print(json.dumps({{"numpy + regex import": t1 - t0, "our module imports": t2 - t1,
                   "load_vocabulary (cache)": t3 - t2, "registry discovery (all encoders)": t4 - t3,
-                  "Tokenizer()": t5 - t4, "first encode": t6 - t5, "kind": type(vocab).__name__}}))
+                  "Tokenizer()": t5 - t4, "first encode": t6 - t5, "kind": type(vocab).__name__,
+                  "aot": tok._fused.aot, "numba imported": "numba" in sys.modules}}))
 """
 _TIKTOKEN = r"""
 import time, json
@@ -257,13 +258,16 @@ def table_load(runs: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         (scratch / "bench_trivial_numba.py").write_text(_TRIVIAL)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NUMBA_DISABLE_JIT")}
         env["PYTHONPYCACHEPREFIX"] = str(scratch / "pyc")  # byte-compiled imports, as in a normal install
         env["PYTHONWARNINGS"] = "ignore"
+        aot_env, jit_env = dict(env, BPEBENCH_AOT="1"), dict(env, BPEBENCH_AOT="0")
         ranks = scratch / "o200k_base.tiktoken"
         ranks.write_bytes(gzip.decompress(_package_file("bpe_openai", "data", "o200k_base.tiktoken.gz").read_bytes()))
         helper, repo = str(scratch), str(REPO)
-        _run(_OURS.format(helper=helper, repo=repo), env)  # fills the byte-code, numba and vocabulary caches
+        ours = _OURS.format(repo=repo)
+        _run(ours, jit_env)  # fills the byte-code, numba and vocabulary caches
+        _run(ours, aot_env)  # and the ahead-of-time module (builds it if it is missing)
         starts = []
         for _ in range(runs):
             start = time.perf_counter()
@@ -271,30 +275,48 @@ def table_load(runs: int) -> None:
             starts.append(time.perf_counter() - start)
         interpreter = statistics.median(starts)
         baseline = _median_runs(_BASELINE.format(helper=helper), env, runs)
-        ours = _median_runs(_OURS.format(helper=helper, repo=repo), env, runs)
+        with_aot = _median_runs(ours, aot_env, runs)
+        with_jit = _median_runs(ours, jit_env, runs)
         tiktoken = _median_runs(_TIKTOKEN.format(pattern=resolve_pattern("o200k"), path=str(ranks)), env, runs)
         print(f"  interpreter start + exit (python -c pass)      {interpreter * 1e3:8.1f}")
         for k, v in baseline.items():
             print(f"  {k:46s} {v * 1e3:8.1f}   (numba's fixed cost)")
-        for k, v in ours.items():
-            if k != "kind":
-                print(f"  ours: {k:40s} {v * 1e3:8.1f}")
-        ready = ours["load_vocabulary (cache)"] + ours["Tokenizer()"]
-        print(f"  ours: ready to encode (load + Tokenizer)       {ready * 1e3:8.1f}   ({ours['kind']};"
-              " + registry discovery when the default algorithm is asked for)")
+        print(f"  {'ours:':46s} {'AOT':>8s} {'JIT':>8s}   (JIT: BPEBENCH_AOT=0)")
+        for k, v in with_aot.items():
+            if isinstance(v, float):
+                print(f"  ours: {k:40s} {v * 1e3:8.1f} {with_jit[k] * 1e3:8.1f}")
+        ready = {name: r["load_vocabulary (cache)"] + r["Tokenizer()"] + r["first encode"]
+                 for name, r in (("aot", with_aot), ("jit", with_jit))}
+        print(f"  ours: {'ready to encode (load + Tokenizer + encode)':40s} {ready['aot'] * 1e3:8.1f}"
+              f" {ready['jit'] * 1e3:8.1f}   ({with_aot['kind']}; + registry discovery when the default"
+              " algorithm is asked for)")
+        print(f"  ours: {'numba imported':40s} {str(with_aot['numba imported']):>8s} {str(with_jit['numba imported']):>8s}"
+              f"   (AOT module used: {with_aot['aot']})")
         for k, v in tiktoken.items():
             print(f"  {k:46s} {v * 1e3:8.1f}")
-        # first-ever build: an empty vocabulary cache
-        cold = dict(env, BPEBENCH_CACHE=str(scratch / "empty-cache"))
-        first = _run(_OURS.format(helper=helper, repo=repo), cold)
-        build = first["load_vocabulary (cache)"]
-        print(f"  ours: first-ever load_vocabulary (builds and writes the cache) {build:6.2f} s ({first['kind']})")
-        # numba compiling the fused kernel: an empty numba cache (vocabulary from the cache)
+        print("  first-ever builds, seconds:")
+        # the vocabulary cache: an empty BPEBENCH_CACHE (AOT off, or the Tokenizer would build that too)
+        cold = dict(jit_env, BPEBENCH_CACHE=str(scratch / "empty-cache"))
+        first = _run(ours, cold)
+        print(f"  ours: load_vocabulary that builds and writes the vocabulary cache {first['load_vocabulary (cache)']:6.2f}"
+              f" ({first['kind']})")
+        # the ahead-of-time module: a cache root with this one's vocabularies but no module
+        from algorithms.aot import cache_root
+
+        no_module = scratch / "no-aot"
+        no_module.mkdir()
+        for entry in cache_root().iterdir():
+            if entry.name != "aot":
+                (no_module / entry.name).symlink_to(entry)
+        built = _run(ours, dict(aot_env, BPEBENCH_CACHE=str(no_module)))
+        print(f"  ours: Tokenizer() that builds the ahead-of-time module          {built['Tokenizer()']:6.2f}"
+              f" (then used: {built['aot']})")
+        # numba compiling the fused kernel: AOT off, an empty numba cache (vocabulary from the cache)
         shutil.rmtree(scratch / "empty-cache", ignore_errors=True)
-        fresh_numba = dict(env, NUMBA_CACHE_DIR=str(scratch / "numba-empty"))
-        compiled = _run(_OURS.format(helper=helper, repo=repo), fresh_numba)
-        print(f"  ours: first encode with an empty NUMBA_CACHE_DIR (numba compiles the fused kernel)"
-              f" {compiled['first encode']:6.2f} s")
+        fresh_numba = dict(jit_env, NUMBA_CACHE_DIR=str(scratch / "numba-empty"))
+        compiled = _run(ours, fresh_numba)
+        print(f"  ours, AOT off: first encode with an empty NUMBA_CACHE_DIR (numba compiles the fused kernel)"
+              f" {compiled['first encode']:6.2f}")
 
 
 # ----------------------------------------------------------------------------- main

@@ -1,6 +1,6 @@
 """The ``bpebench`` command line.
 
-Core commands live here (``list``, ``vocab``, ``encode``, ``decode``, ``sample``).
+Core commands live here (``list``, ``vocab``, ``encode``, ``decode``, ``sample``, ``compile``).
 Each area adds its own through a ``register(subparsers)`` function in
 ``corpora/cli.py``, ``properties/cli.py``, ``reports/cli.py`` and
 ``benchmarks/cli.py``. Every user mistake ends as one line on stderr and exit 2.
@@ -162,6 +162,32 @@ def cmd_sample(args) -> int:
     return 0
 
 
+def cmd_compile(args) -> int:
+    """Build the fused pipeline's ahead-of-time module (see ``algorithms/aot.py``)."""
+    from algorithms import aot
+
+    if not aot.enabled():
+        raise BpebenchError("ahead-of-time compilation is off (BPEBENCH_AOT=0 or NUMBA_DISABLE_JIT=1)")
+    target = aot.module_dir()
+    if not args.force:
+        try:
+            manifest, so = aot.verify_dir(target)
+        except (FileNotFoundError, aot.AotError):
+            pass
+        else:
+            print(f"already built: {so} (in {manifest.get('seconds', '?')} s, {manifest.get('built', '?')});"
+                  " --force rebuilds it")
+            return 0
+    start = time.perf_counter()
+    try:
+        target = aot.build(aot.example_plan(), force=True)
+    except aot.AotError as exc:
+        raise BpebenchError(f"ahead-of-time compilation failed: {exc}") from None
+    manifest, so = aot.verify_dir(target)
+    print(f"built {so} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from algorithms.loaders import DEFAULT_VOCABULARY
@@ -195,6 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", default=DEFAULT_VOCABULARY)
     p.add_argument("--text", default=None)
     p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("compile", help="build the fused pipeline ahead of time (fresh processes then skip numba)")
+    p.add_argument("--force", action="store_true", help="rebuild even if a valid module exists")
+    p.set_defaults(func=cmd_compile)
 
     for module_name in COMMAND_MODULES:
         try:

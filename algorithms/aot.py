@@ -1,0 +1,698 @@
+"""The fused pipeline compiled ahead of time: ready to encode without importing numba.
+
+A fresh process that encodes through numba pays its fixed cost before the first
+id: ``import numba`` (~250 ms) and LLVM's start-up on the first call of any
+compiled function (~220 ms), even when every kernel comes from numba's disk
+cache. This module compiles the fused pipeline's two entry points,
+``fast_pipeline.encode_utf8`` and ``fast_pipeline.encode_utf8_batch``, once into
+a plain CPython extension module with ``numba.pycc``; loading it needs numpy
+only. With the lazy ``njit`` of :mod:`algorithms.jit`, a process that only
+encodes with the default Tokenizer then never imports numba.
+
+Exported functions: pycc exports take flat arguments, so each entry point is
+wrapped in a generated function that takes every array and scalar of the
+:class:`~algorithms.fast_pipeline.Plan` (and of its nested ``Matcher`` and
+``Trie``) separately, rebuilds the NamedTuples in nopython code and calls the
+kernel, which numba compiles into the module. The argument types come from
+:func:`describe` of a real plan: arrays are declared C-contiguous and read-only
+(the kernels only read them; a mapped vocabulary and a ``bytes`` text are
+read-only), so one signature serves writable and read-only inputs alike.
+pycc's argument conversion does not check dtypes or shapes, so the wrappers of :meth:`AotModule.entry_points`
+checks every plan array once per plan (dtype, dimensions, contiguity,
+alignment) and the text and output arrays on every call, and refuses anything
+else.
+
+Where: ``$BPEBENCH_CACHE/aot/fused-<key>/`` (default ``~/.cache/bpebench``), with a
+``manifest.json``. The key hashes the kernel sources (``fast_pipeline.py``, the
+modules in its ``_KERNEL_SOURCES``, this module and ``jit.py``), the numba,
+llvmlite, numpy and Python versions, the platform and the CPU (the module is
+compiled for the host CPU, as the JIT is). Edit a kernel and the key changes.
+
+When: the first :class:`~algorithms.fast_pipeline.FusedPipeline` of a process
+that finds no module builds it (``bpebench compile`` does it on purpose). The
+build replaces numba's JIT compilation of the fused kernels and costs less (about
+40 s here, against 60-80 s). It runs in a child process with an empty
+``NUMBA_CACHE_DIR``, so the module is compiled from the current sources, never from
+stale numba cache entries. It is written under a temporary name and renamed into
+place (atomic); a lock file makes a second process wait for the first one's build.
+If the build fails (no C compiler, no Python headers, ...), one line is printed on
+stderr and the JIT is used; the failure is remembered (``fused-<key>.failed``), so
+later processes do not spend the time again until ``bpebench compile`` retries.
+Old builds beyond the newest four are removed.
+
+Damage: a module whose manifest, key, size or sha256 does not match is removed
+and rebuilt; it is never loaded.
+
+``BPEBENCH_AOT=0`` turns all of this off (JIT only); so does
+``NUMBA_DISABLE_JIT=1``, which asks for plain Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+MODULE_NAME = "_bpebench_fused_aot"
+FORMAT_VERSION = 1
+_OFF = {"0", "off", "no", "false"}
+#: builds kept in the ``aot`` directory (other checkouts or versions may use the older ones)
+_KEEP = 4
+#: the files whose contents are in the key, besides ``fast_pipeline._KERNEL_SOURCES``
+_OWN_SOURCES = ("fast_pipeline.py", "aot.py", "jit.py")
+_BUILD_TIMEOUT = 3600
+
+
+class AotError(Exception):
+    """The ahead-of-time module cannot be built, loaded or used (the JIT is used instead)."""
+
+
+# ----------------------------------------------------------------------------- switches and places
+_suspended = False  # set while ``example_plan`` builds a pipeline
+
+
+def enabled() -> bool:
+    """False when ``BPEBENCH_AOT=0`` (JIT only) or ``NUMBA_DISABLE_JIT=1`` (plain Python)."""
+    if _suspended or os.environ.get("BPEBENCH_AOT", "").strip().lower() in _OFF:
+        return False
+    return os.environ.get("NUMBA_DISABLE_JIT", "").strip() in ("", "0")
+
+
+def cache_root() -> Path:
+    """``$BPEBENCH_CACHE`` or ``~/.cache/bpebench`` (as in :mod:`algorithms.cache`)."""
+    root = os.environ.get("BPEBENCH_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "bpebench"
+
+
+def module_dir() -> Path:
+    """The directory that holds (or will hold) the module for the current sources and versions."""
+    return cache_root() / "aot" / f"fused-{build_key()[:32]}"
+
+
+_key: str | None = None
+
+
+def build_key() -> str:
+    """sha256 of everything the compiled module depends on (see the module docstring)."""
+    global _key
+    if _key is None:
+        _key = hashlib.sha256(json.dumps(_key_parts(), sort_keys=True).encode()).hexdigest()
+    return _key
+
+
+def _key_parts() -> dict:
+    import platform
+
+    from .fast_pipeline import _KERNEL_SOURCES
+
+    here = Path(__file__).resolve().parent
+    sources = {}
+    for name in sorted(set(_OWN_SOURCES) | set(_KERNEL_SOURCES)):
+        try:
+            sources[name] = hashlib.sha256((here / name).read_bytes()).hexdigest()
+        except OSError:
+            sources[name] = None
+    return {
+        "format": FORMAT_VERSION,
+        "sources": sources,
+        "numba": _package_version("numba"),
+        "llvmlite": _package_version("llvmlite"),
+        "numpy": np.__version__,
+        "python": sys.version,
+        "abi": sys.implementation.cache_tag,
+        "platform": [sys.platform, platform.machine()],
+        "cpu": _cpu_fingerprint(),
+    }
+
+
+def _package_version(name: str) -> str | None:
+    """The version in ``<package>/_version.py``, read without importing the package."""
+    import importlib.util
+    import re
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        try:
+            text = (Path(location) / "_version.py").read_text()
+        except OSError:
+            continue
+        found = re.search(r'"version": "([^"]+)"|version = "([^"]+)"', text)
+        return (found.group(1) or found.group(2)) if found else hashlib.sha256(text.encode()).hexdigest()[:16]
+    return "unknown"
+
+
+def _cpu_fingerprint() -> str:
+    """The CPU model and feature flags (the module is compiled for this CPU)."""
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            first = f.read(1 << 16).split(b"\n\n", 1)[0].decode("ascii", "replace")
+    except OSError:
+        import platform
+
+        return platform.processor() or platform.machine()
+    wanted = ("vendor_id", "cpu family", "model", "model name", "flags", "Features", "CPU part")
+    kept = [line for line in first.splitlines() if line.split(":", 1)[0].strip() in wanted]
+    return hashlib.sha256("\n".join(kept).encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- the plan, flattened
+def describe(plan) -> dict:
+    """The flat argument list of ``plan``: its NamedTuple records and its leaves in order.
+
+    ``{"records": {"": "algorithms.fast_pipeline:Plan", "matcher": ..., ...},
+    "fields": {"": [...], ...}, "leaves": [{"path": "matcher.forward.cells",
+    "kind": "array", "dtype": "<i4", "ndim": 2}, {"path": "pattern_id", "kind": "int"}, ...]}``
+    """
+    records: dict[str, str] = {}
+    fields: dict[str, list[str]] = {}
+    leaves: list[dict] = []
+
+    def walk(prefix: str, record) -> None:
+        cls = type(record)
+        records[prefix] = f"{cls.__module__}:{cls.__qualname__}"
+        fields[prefix] = list(cls._fields)
+        for field, value in zip(cls._fields, record):
+            path = f"{prefix}.{field}" if prefix else field
+            if isinstance(value, tuple) and hasattr(value, "_fields"):
+                walk(path, value)
+            elif isinstance(value, np.ndarray):
+                leaves.append({"path": path, "kind": "array", "dtype": value.dtype.str, "ndim": value.ndim})
+            elif isinstance(value, (bool, np.bool_)):
+                leaves.append({"path": path, "kind": "bool"})
+            elif isinstance(value, (int, np.integer)):
+                leaves.append({"path": path, "kind": "int"})
+            elif isinstance(value, (float, np.floating)):
+                leaves.append({"path": path, "kind": "float"})
+            else:
+                raise AotError(f"plan field {path} of type {type(value).__name__} cannot be passed")
+
+    walk("", plan)
+    return {"records": records, "fields": fields, "leaves": leaves}
+
+
+def flatten(plan, description: dict) -> tuple:
+    """``plan``'s leaves as a tuple of arguments, each checked against ``description``.
+
+    Raises AotError when the plan's structure, an array's dtype, dimensions,
+    contiguity or alignment, or a scalar's kind differs from what the module was
+    compiled for: pycc's argument conversion would not notice."""
+    for prefix, names in description["fields"].items():
+        record = _at(plan, prefix)
+        cls = type(record)
+        if f"{cls.__module__}:{cls.__qualname__}" != description["records"][prefix] or list(cls._fields) != names:
+            raise AotError(f"plan record {prefix or 'Plan'} differs from the compiled one")
+    out = []
+    for leaf in description["leaves"]:
+        value = _at(plan, leaf["path"])
+        kind = leaf["kind"]
+        if kind == "array":
+            if not (isinstance(value, np.ndarray) and value.dtype.str == leaf["dtype"] and value.ndim == leaf["ndim"]
+                    and value.flags.c_contiguous and value.flags.aligned):
+                raise AotError(f"plan array {leaf['path']} is not a C-contiguous {leaf['dtype']}[{leaf['ndim']}d]")
+        elif kind == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                raise AotError(f"plan field {leaf['path']} is not a bool")
+            value = bool(value)
+        elif kind == "int":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise AotError(f"plan field {leaf['path']} is not an int")
+            value = int(value)
+            if not -(1 << 63) <= value < (1 << 63):
+                raise AotError(f"plan field {leaf['path']} does not fit in int64")
+        elif kind == "float":
+            if not isinstance(value, (float, np.floating)):
+                raise AotError(f"plan field {leaf['path']} is not a float")
+            value = float(value)
+        else:
+            raise AotError(f"unknown leaf kind {kind!r}")
+        out.append(value)
+    return tuple(out)
+
+
+def _at(record, path: str):
+    for part in path.split(".") if path else ():
+        record = getattr(record, part)
+    return record
+
+
+# ----------------------------------------------------------------------------- calling the module
+class AotModule:
+    """A loaded ahead-of-time module and what it was compiled for."""
+
+    def __init__(self, module, manifest: dict, directory: Path) -> None:
+        self.module = module
+        self.manifest = manifest
+        self.directory = directory
+
+    def entry_points(self, plan):
+        """``(encode_utf8, encode_utf8_batch)`` bound to ``plan``, called like the numba kernels:
+        ``encode_utf8(plan, data, out)``, ``encode_utf8_batch(plan, data, text_offsets, out, out_offsets)``.
+
+        The plan's leaves are checked once (and again if another plan is passed), the
+        other arrays on every call (about 0.2 us). Raises AotError if the plan does not
+        match the compiled types."""
+        return (_encode_entry(self.module.encode_utf8, self.manifest["plan"], plan),
+                _batch_entry(self.module.encode_utf8_batch, self.manifest["plan"], plan))
+
+
+_U8, _I32, _I64 = np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
+
+
+def _binder(function, description: dict, plan) -> list:
+    """``[plan, function with the plan's checked leaves bound]``; ``rebind`` replaces both."""
+    state = [None, None]
+
+    def rebind(new_plan):
+        state[1] = functools.partial(function, *flatten(new_plan, description))
+        state[0] = new_plan
+        return state[1]
+
+    rebind(plan)
+    return state, rebind
+
+
+def _encode_entry(function, description: dict, plan):
+    state, rebind = _binder(function, description, plan)
+
+    def encode_utf8(plan, data, out):
+        bound = state[1] if plan is state[0] else rebind(plan)
+        # the common case in a few attribute reads (a non-array has no dtype identical to these)
+        if (data.dtype is not _U8 or out.dtype is not _I32 or data.ndim != 1 or out.ndim != 1
+                or len(out) < len(data) or not data.flags.c_contiguous or not _writable_contiguous(out.flags)):
+            _check_vector("data", data, _U8, 0)
+            _check_vector("out", out, _I32, len(data), writable=True)
+        return bound(data, out)
+
+    return encode_utf8
+
+
+def _batch_entry(function, description: dict, plan):
+    state, rebind = _binder(function, description, plan)
+
+    def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
+        bound = state[1] if plan is state[0] else rebind(plan)
+        _check_vector("data", data, _U8, 0)
+        _check_vector("out", out, _I32, len(data), writable=True)
+        _check_vector("text_offsets", text_offsets, _I64, 1)
+        _check_vector("out_offsets", out_offsets, _I64, len(text_offsets), writable=True)
+        if not 0 <= text_offsets[0] <= text_offsets[-1] <= len(data):
+            raise ValueError("text_offsets run outside data")
+        return bound(data, text_offsets, out, out_offsets)
+
+    return encode_utf8_batch
+
+
+def _writable_contiguous(flags) -> bool:
+    return flags.c_contiguous and flags.writeable
+
+
+def _check_vector(name: str, a, dtype, min_len: int, *, writable: bool = False) -> None:
+    """Refuse what the compiled module would misread: pycc does not check its arguments."""
+    if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 1 and a.flags.c_contiguous
+            and a.flags.aligned and (a.flags.writeable or not writable)):
+        raise TypeError(f"{name} must be a C-contiguous{' writable' if writable else ''} 1-d {dtype} array")
+    if len(a) < min_len:
+        raise ValueError(f"{name} has {len(a)} slots, needs {min_len}")
+
+
+# ----------------------------------------------------------------------------- loading
+_loaded: dict[Path, AotModule | None] = {}
+_warned = False
+
+
+def _warn_once(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        print(f"bpebench: {message}; using numba's JIT instead (BPEBENCH_AOT=0 silences this)", file=sys.stderr)
+
+
+def load(plan=None) -> AotModule | None:
+    """The ahead-of-time module for the current sources, or None (disabled, or unavailable).
+
+    With ``plan`` (a Plan to take the argument types from) a missing or damaged
+    module is built first; without it, only an existing module is loaded. A build
+    that fails prints one line on stderr and is not retried in this process."""
+    if not enabled():
+        return None
+    try:
+        target = module_dir()
+    except Exception as exc:  # noqa: BLE001 - e.g. no home directory: no ahead-of-time module
+        _warn_once(f"no place for the ahead-of-time module ({type(exc).__name__}: {exc})")
+        return None
+    if target in _loaded:
+        return _loaded[target]
+    found = None
+    try:
+        found = _load_dir(target)
+    except (FileNotFoundError, AotError):
+        pass  # missing, or damaged (never loaded): built below, the damaged one replaced under the lock
+    if found is None and plan is not None:
+        failed_before = _failure(target)
+        if failed_before is not None:  # a compiler missing stays missing: do not retry in every process
+            _warn_once(f"ahead-of-time compilation failed before ({failed_before}; `bpebench compile` retries)")
+        else:
+            try:
+                build(plan)
+                found = _load_dir(target)
+            except Exception as exc:  # noqa: BLE001 - any failure means: use the JIT
+                _warn_once(f"ahead-of-time compilation failed ({_one_line(exc)})")
+        _loaded[target] = found
+    elif found is not None:
+        _loaded[target] = found
+    return found
+
+
+def _failure_path(target: Path) -> Path:
+    return target.parent / f"{target.name}.failed"
+
+
+def _failure(target: Path) -> str | None:
+    """Why the last build for ``target`` failed, or None."""
+    try:
+        return _failure_path(target).read_text().strip() or "unknown reason"
+    except OSError:
+        return None
+
+
+def verify_dir(directory: Path) -> tuple[dict, Path]:
+    """The manifest and module file of ``directory`` if they check out (key, size, sha256);
+    FileNotFoundError when there is no module, AotError when it is damaged or stale."""
+    try:
+        manifest = json.loads((directory / "manifest.json").read_bytes())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise AotError(f"unreadable manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("key") != build_key() or manifest.get("format") != FORMAT_VERSION:
+        raise AotError("manifest of other sources or versions")
+    so = directory / str(manifest.get("file", ""))
+    try:
+        data = so.read_bytes()
+    except OSError as exc:
+        raise AotError(f"module file unreadable: {exc}") from None
+    if len(data) != manifest.get("size") or hashlib.sha256(data).hexdigest() != manifest.get("sha256"):
+        raise AotError("module file damaged (size or sha256 differ)")
+    return manifest, so
+
+
+def _load_dir(directory: Path) -> AotModule:
+    """Check and load the module in ``directory`` (see :func:`verify_dir`)."""
+    import importlib.util
+
+    manifest, so = verify_dir(directory)
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, so)
+    if spec is None or spec.loader is None:
+        raise AotError(f"cannot load {so}")
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError as exc:
+        raise AotError(f"cannot load {so}: {exc}") from None
+    if not all(hasattr(module, name) for name in ("encode_utf8", "encode_utf8_batch")):
+        raise AotError("module lacks the entry points")
+    return AotModule(module, manifest, directory)
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[-1].strip() if lines else ""
+    return text if isinstance(exc, AotError) and text else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def _discard(directory: Path) -> None:
+    """Remove ``directory`` (renamed away first, so no reader sees half of it)."""
+    import shutil
+    import tempfile
+
+    if not directory.exists():
+        return
+    try:
+        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=directory.parent))
+        os.rename(directory, trash / "x")
+    except OSError:
+        trash = directory
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- building
+def build(plan, *, force: bool = False, verbose: bool = False) -> Path:
+    """Build the module for the current sources into :func:`module_dir` and return that directory.
+
+    ``plan`` gives the argument types (any Plan: only dtypes, dimensions and scalar
+    kinds matter). An existing valid module is kept unless ``force``. Raises
+    AotError (with the child's last error line) when the build fails."""
+    target = module_dir()
+    description = describe(plan)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _BuildLock(target.parent / f"{target.name}.lock"):
+        if not force:
+            try:
+                verify_dir(target)
+                return target  # built by another process while this one waited for the lock
+            except (FileNotFoundError, AotError):
+                pass
+        _clean_leftovers(target.parent)
+        try:
+            _build_into(target, description, verbose=verbose)
+        except Exception as exc:
+            try:  # remembered, so that later processes do not spend the time again (bpebench compile retries)
+                _failure_path(target).write_text(_one_line(exc) + "\n")
+            except OSError:
+                pass
+            raise
+        try:
+            _failure_path(target).unlink()
+        except OSError:
+            pass
+    _remove_old(target)
+    return target
+
+
+def _build_into(target: Path, description: dict, *, verbose: bool) -> None:
+    """Run the build process in a temporary directory and rename it to ``target``."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=target.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shareable
+        (tmp / "plan.json").write_text(json.dumps(description))
+        package_parent = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ, BPEBENCH_AOT="0", NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+        env.pop("NUMBA_DISABLE_JIT", None)
+        script = "import sys; from algorithms.aot import _child_main; sys.exit(_child_main(sys.argv[1:]))"
+        done = subprocess.run([sys.executable, "-c", script, str(tmp), str(Path(__file__).resolve())],
+                              cwd=package_parent, env=env, timeout=_BUILD_TIMEOUT,
+                              stdout=None if verbose else subprocess.PIPE,
+                              stderr=None if verbose else subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
+            raise AotError(lines[-1] if lines else f"the build process exited with code {done.returncode}")
+        shutil.rmtree(tmp / "numba-cache", ignore_errors=True)
+        (tmp / "plan.json").unlink()
+        manifest = json.loads((tmp / "manifest.json").read_bytes())
+        if manifest.get("key") != build_key():
+            raise AotError("the build process saw other sources (is another copy of bpebench on the path?)")
+        _discard(target)
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+class _BuildLock:
+    """An exclusive ``flock`` on ``path`` (a no-op where ``fcntl`` is missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = None
+
+    def __enter__(self):
+        try:
+            import fcntl
+        except ImportError:
+            return self
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
+            self.fd = None
+
+
+def _clean_leftovers(aot_root: Path) -> None:
+    """Remove temporary directories of builds that were killed (older than a day)."""
+    import shutil
+
+    now = time.time()
+    for path in list(aot_root.glob(".build-*")) + list(aot_root.glob(".trash-*")):
+        try:
+            if now - path.stat().st_mtime > 86400:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _remove_old(keep: Path) -> None:
+    """Keep the newest ``_KEEP`` builds (other checkouts or versions may still use them)."""
+    builds = []
+    for path in keep.parent.glob("fused-*"):
+        if path.is_dir() and path != keep:
+            try:
+                builds.append((path.stat().st_mtime, path))
+            except OSError:
+                pass
+    for _, path in sorted(builds, reverse=True)[_KEEP - 1:]:
+        _discard(path)
+        try:
+            (path.parent / f"{path.name}.lock").unlink()
+        except OSError:
+            pass
+
+
+def _child_main(argv: list[str]) -> int:
+    """The build process: compile the exported functions into ``argv[0]``, write the manifest.
+    Errors end as one line on stderr and exit code 1."""
+    try:
+        return _child_build(Path(argv[0]), Path(argv[1]))
+    except Exception as exc:  # noqa: BLE001 - the parent shows the last line
+        print(_one_line(exc), file=sys.stderr)
+        return 1
+
+
+def _child_build(out_dir: Path, expected_file: Path) -> int:
+    import sysconfig
+    import warnings
+
+    if Path(__file__).resolve() != expected_file:
+        raise AotError(f"the build process imported {Path(__file__).resolve()}, not {expected_file}")
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not include.exists():
+        raise AotError(f"no Python headers ({include} is missing; install the python3-dev package)")
+    description = json.loads((out_dir / "plan.json").read_bytes())
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
+        import llvmlite.binding as llvm
+        import numba
+        from numba import types
+        from numba.pycc import CC
+
+        try:
+            cc = CC(MODULE_NAME, source_module=__name__)  # checks that a C compiler works
+        except Exception as exc:  # noqa: BLE001 - numba's message is several lines
+            raise AotError(f"no working C compiler for numba.pycc ({type(exc).__name__})") from None
+        cc.output_dir = str(out_dir)
+        cc.target_cpu = "host"  # as the JIT compiles: for this machine's CPU (the key holds it)
+
+        from . import fast_pipeline, jit
+
+        jit.materialise()
+        exports = _generate_exports(description, fast_pipeline)
+        leaf_types = [_numba_leaf_type(leaf) for leaf in description["leaves"]]
+        data = types.Array(types.uint8, 1, "C", readonly=True)
+        offsets = types.Array(types.int64, 1, "C", readonly=True)
+        ids = types.Array(types.int32, 1, "C")
+        out_offsets = types.Array(types.int64, 1, "C")
+        cc.export("encode_utf8", types.int64(*leaf_types, data, ids))(exports["encode_utf8"])
+        cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets))(
+            exports["encode_utf8_batch"])
+        cc.compile()
+        cpu = llvm.get_host_cpu_name()
+    so = out_dir / cc.output_file
+    payload = so.read_bytes()
+    manifest = {
+        "format": FORMAT_VERSION, "key": build_key(), "parts": _key_parts(), "file": so.name,
+        "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), "plan": description,
+        "host_cpu": cpu, "numba": numba.__version__, "seconds": round(time.perf_counter() - start, 1),
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return 0
+
+
+def _numba_leaf_type(leaf: dict):
+    from numba import types
+    from numba.np.numpy_support import from_dtype
+
+    kind = leaf["kind"]
+    if kind == "array":
+        return types.Array(from_dtype(np.dtype(leaf["dtype"])), leaf["ndim"], "C", readonly=True)
+    return {"bool": types.boolean, "int": types.int64, "float": types.float64}[kind]
+
+
+def _generate_exports(description: dict, fast_pipeline) -> dict:
+    """Python source of the two exported functions (flat arguments -> Plan -> kernel), compiled."""
+    import importlib
+
+    namespace: dict = {"__name__": f"{__name__}_exports",
+                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch}
+    names = {leaf["path"]: f"a{i}" for i, leaf in enumerate(description["leaves"])}
+    classes = {}
+    for i, (prefix, spec) in enumerate(description["records"].items()):
+        module_name, _, qualname = spec.partition(":")
+        if not module_name.startswith("algorithms."):
+            raise AotError(f"unexpected record type {spec}")
+        classes[prefix] = f"_R{i}"
+        namespace[f"_R{i}"] = getattr(importlib.import_module(module_name), qualname)
+
+    def construct(prefix: str) -> str:
+        parts = []
+        for field in description["fields"][prefix]:
+            path = f"{prefix}.{field}" if prefix else field
+            parts.append(construct(path) if path in description["records"] else names[path])
+        return f"{classes[prefix]}({', '.join(parts)})"
+
+    params = ", ".join(names.values())
+    plan = construct("")
+    source = (f"def encode_utf8({params}, data, out):\n"
+              f"    return _encode_utf8({plan}, data, out)\n\n"
+              f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets):\n"
+              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets)\n")
+    exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
+    return {"encode_utf8": namespace["encode_utf8"], "encode_utf8_batch": namespace["encode_utf8_batch"]}
+
+
+# ----------------------------------------------------------------------------- the fused pipeline's hook
+def entry_points(plan):
+    """``(encode_utf8, encode_utf8_batch)`` of the ahead-of-time module bound to ``plan``, or None
+    (disabled, unavailable, or the plan does not match the compiled types: then the JIT is used)."""
+    module = load(plan)
+    if module is None:
+        return None
+    try:
+        return module.entry_points(plan)
+    except AotError as exc:
+        _warn_once(f"the ahead-of-time module does not fit this vocabulary's tables ({exc})")
+        return None
+
+
+def example_plan():
+    """The Plan of a tiny vocabulary (for ``bpebench compile``: the types are what matter)."""
+    from .fast_pipeline import FusedPipeline
+    from .vocabulary import Vocabulary
+
+    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"ab", b"abc", b"bc"], name="aot-example",
+                                  pattern="o200k")
+    global _suspended
+    _suspended = True  # this plan only describes types: no module is loaded or built for it
+    try:
+        return FusedPipeline(vocab).plan
+    finally:
+        _suspended = False

@@ -1,0 +1,152 @@
+"""A lazy ``njit``: numba is imported when compiled code is first needed, not at import.
+
+Every module of ``algorithms`` decorates its kernels with ``from .jit import njit``
+(same call forms as numba's: ``@njit``, ``@njit(cache=True)``,
+``@njit(cache=True, inline="always")``). Importing those modules then costs no
+``import numba`` (about 250 ms), so a process that encodes through the fused
+pipeline's ahead-of-time compiled module (:mod:`algorithms.aot`) never loads numba.
+
+How: ``njit`` records the Python function and its options and returns a
+:class:`LazyDispatcher` proxy. The first time any proxy is called, or one of its
+numba attributes is read (``overloads``, ``py_func``, ``signatures``, ``_cache``,
+anything not a dunder), :func:`materialise`:
+
+1. imports numba and makes the real dispatcher of *every* recorded function;
+2. rebinds every module global that holds a proxy (in all loaded modules, so names
+   imported with ``from .x import f`` too) to its dispatcher: numba types a
+   caller's globals when it compiles it, and must find real dispatchers there;
+3. runs the hooks registered with :func:`on_materialise` (e.g. the fused
+   pipeline's cache stamp, which needs the dispatchers' ``_cache``).
+
+Afterwards ``njit`` returns real dispatchers directly, and proxies still held
+somewhere keep forwarding calls and attributes. ``NUMBA_DISABLE_JIT=1`` works as
+before: numba's ``njit`` then returns the plain function, and so do the proxies.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from typing import Callable
+
+__all__ = ["njit", "on_materialise", "materialise", "materialised", "LazyDispatcher"]
+
+_lock = threading.RLock()
+_pending: list["LazyDispatcher"] = []
+_hooks: list[Callable[[], None]] = []
+_numba_njit = None  # numba.njit once materialised
+
+
+class LazyDispatcher:
+    """Stands for ``numba.njit(**options)(py_func)`` until numba is needed (see the module docstring)."""
+
+    def __init__(self, py_func, options: dict) -> None:
+        functools.update_wrapper(self, py_func)
+        self._lazy_py_func = py_func
+        self._lazy_options = options
+        self._lazy_dispatcher = None
+
+    def _lazy_real(self):
+        real = self._lazy_dispatcher
+        if real is None:
+            materialise()
+            real = self._lazy_dispatcher
+        return real
+
+    def __call__(self, *args, **kwargs):
+        real = self._lazy_dispatcher
+        if real is None:
+            real = self._lazy_real()
+        return real(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        # only called for attributes this object lacks: numba's (py_func, overloads, _cache, ...)
+        if (name.startswith("__") and name.endswith("__")) or name.startswith("_lazy_"):
+            raise AttributeError(name)  # e.g. probes by copy/pickle/inspect, or a half-made proxy
+        return getattr(self._lazy_real(), name)
+
+    def __reduce__(self):
+        # pickled by reference, like a function: the module attribute is the proxy or its dispatcher
+        return _by_name, (self.__module__, self.__qualname__)
+
+    def __repr__(self) -> str:
+        state = "pending" if self._lazy_dispatcher is None else repr(self._lazy_dispatcher)
+        return f"<lazy njit {self.__module__}.{self.__qualname__}: {state}>"
+
+
+def _by_name(module: str, qualname: str):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def njit(*args, **options):
+    """``numba.njit``, deferred until the first call (see the module docstring)."""
+    if args and callable(args[0]) and not options and len(args) == 1:
+        return _wrap(args[0], {})
+    if args:  # explicit signatures compile eagerly in numba: no point deferring
+        import numba
+
+        return numba.njit(*args, **options)
+    return lambda func: _wrap(func, options)
+
+
+def _wrap(func, options: dict):
+    with _lock:
+        if _numba_njit is not None:
+            return _numba_njit(**options)(func) if options else _numba_njit(func)
+        proxy = LazyDispatcher(func, options)
+        _pending.append(proxy)
+        return proxy
+
+
+def materialised() -> bool:
+    """True once numba is imported and the recorded functions have real dispatchers."""
+    return _numba_njit is not None
+
+
+def on_materialise(hook: Callable[[], None]) -> None:
+    """Run ``hook()`` right after the dispatchers are made (at once if they already are)."""
+    with _lock:
+        if _numba_njit is None:
+            _hooks.append(hook)
+            return
+    hook()
+
+
+def materialise() -> None:
+    """Import numba, make every recorded function's dispatcher and rebind module globals to them."""
+    global _numba_njit
+    with _lock:
+        if _numba_njit is not None:
+            return
+        import numba
+
+        proxies = list(_pending)
+        for proxy in proxies:
+            options = proxy._lazy_options
+            func = proxy._lazy_py_func
+            proxy._lazy_dispatcher = numba.njit(**options)(func) if options else numba.njit(func)
+        real = {id(p): p._lazy_dispatcher for p in proxies}
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            try:
+                found = [(k, v) for k, v in namespace.items() if type(v) is LazyDispatcher]
+            except RuntimeError:  # the dict changed size (another thread importing): retry once
+                found = [(k, v) for k, v in list(namespace.items()) if type(v) is LazyDispatcher]
+            for name, proxy in found:
+                target = real.get(id(proxy))
+                if target is not None:
+                    namespace[name] = target
+        _pending.clear()
+        _numba_njit = numba.njit
+        hooks = list(_hooks)
+        _hooks.clear()
+    for hook in hooks:
+        hook()

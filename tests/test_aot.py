@@ -1,0 +1,317 @@
+"""The fused pipeline's ahead-of-time module (``algorithms/aot.py``) and the lazy ``njit``
+(``algorithms/jit.py``).
+
+Oracles: the JIT kernels on the same plan, and the committed golden ids. The module is
+built once per session with ``bpebench compile`` into the cache the tests use (a no-op
+when it is already there; about 40 s when not). Damaged modules are tested on copies in
+temporary cache roots, never on the module this process has loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from algorithms import aot
+from algorithms.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch, unsupported_reason
+from algorithms.loaders import load_vocabulary
+from algorithms.tokenizer import Tokenizer
+from properties.strategies import pipeline_texts
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = json.loads((REPO / "tests" / "golden" / "golden.json").read_text(encoding="utf-8"))
+HF_MERGES = "tests/golden/bytelevel_bpe.json"
+#: the vocabularies of the comparisons: two tiktoken ones and a merges-rule (HF) one
+VOCABULARIES = ["o200k_base", "cl100k_base", HF_MERGES]
+JIT = _DirectCall(encode_utf8)
+JIT_BATCH = _DirectCall(encode_utf8_batch)
+
+
+def vocabulary(name: str):
+    return load_vocabulary(str(REPO / name) if name.startswith("tests/") else name)
+
+
+def _env(**changes) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env.update(changes)
+    return env
+
+
+def _run(script: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script], cwd=REPO, env=_env(**env), capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def aot_module():
+    """The module for the current sources, built by ``bpebench compile`` if missing; AOT on meanwhile."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("NUMBA_DISABLE_JIT=1: no compiled code at all")
+    for name in ("o200k_base", "cl100k_base"):
+        load_vocabulary(name)  # the vocabulary cache the subprocesses below map
+    done = subprocess.run([sys.executable, "-m", "bpebench", "compile"], cwd=REPO, env=_env(BPEBENCH_AOT="1"),
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
+    assert aot.module_dir().name in done.stdout and "built" in done.stdout, done.stdout
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BPEBENCH_AOT", "1")
+        module = aot.load()
+        assert module is not None
+        yield module
+
+
+@pytest.fixture(scope="module")
+def pipelines(aot_module):
+    """A fresh (not memoised) FusedPipeline per vocabulary, on the compiled module."""
+    out = {}
+    for name in VOCABULARIES:
+        fp = FusedPipeline(vocabulary(name))
+        assert fp.aot, name
+        out[name] = fp
+    return out
+
+
+def aot_and_jit(fp: FusedPipeline, data: bytes) -> tuple[list[int], list[int]]:
+    arr = np.frombuffer(data, dtype=np.uint8)
+    a, j = np.empty(len(arr), dtype=np.int32), np.empty(len(arr), dtype=np.int32)
+    n_a = fp._encode(fp.plan, arr, a)
+    n_j = JIT(fp.plan, arr, j)
+    return a[:n_a].tolist(), j[:n_j].tolist()
+
+
+def batch_aot_and_jit(fp: FusedPipeline, texts: list[bytes]):
+    ids, offsets = fp.encode_utf8_batch(texts)  # the compiled module
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    text_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    arr = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    out = np.empty(len(arr), dtype=np.int32)
+    out_offsets = np.empty(len(texts) + 1, dtype=np.int64)
+    n = JIT_BATCH(fp.plan, arr, text_offsets, out, out_offsets)
+    return (ids.tolist(), offsets.tolist()), (out[:n].tolist(), out_offsets.tolist())
+
+
+# ============================================================================= same ids as the JIT and the golden ids
+@pytest.mark.parametrize("name", [n for n in GOLDEN["vocabularies"] if n in VOCABULARIES or n == "qwen"])
+def test_golden_texts_through_the_module(name, aot_module):
+    vocab = vocabulary(name)
+    if unsupported_reason(vocab) is not None:
+        pytest.skip(unsupported_reason(vocab))
+    tok = Tokenizer(vocab)
+    tok._fused = FusedPipeline(vocab)  # not the memoised pipeline: one on the compiled module
+    assert tok._fused.aot
+    expected = GOLDEN["vocabularies"][name]
+    for i, text in enumerate(GOLDEN["texts"]):
+        assert tok.encode_ordinary(text) == expected["ordinary"][i], text
+        if "all_special" in expected:
+            assert tok.encode(text, allowed_special="all") == expected["all_special"][i], text
+        data = tok._normalize(text).encode("utf-8", "surrogatepass")
+        got, jit = aot_and_jit(tok._fused, data)
+        assert got == jit, text
+    (ids, offsets), (jit_ids, jit_offsets) = batch_aot_and_jit(
+        tok._fused, [tok._normalize(t).encode("utf-8") for t in GOLDEN["texts"]])
+    assert ids == jit_ids and offsets == jit_offsets
+
+
+@pytest.mark.parametrize("name", VOCABULARIES)
+@settings(max_examples=150, deadline=None)
+@given(text=pipeline_texts())
+def test_module_equals_jit_on_drawn_text(name, text, pipelines):
+    got, jit = aot_and_jit(pipelines[name], text.encode("utf-8"))
+    assert got == jit
+
+
+@pytest.mark.parametrize("name", VOCABULARIES)
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(pipeline_texts(max_size=30), max_size=8))
+def test_batch_entry_point_equals_jit(name, texts, pipelines):
+    (ids, offsets), (jit_ids, jit_offsets) = batch_aot_and_jit(pipelines[name], [t.encode("utf-8") for t in texts])
+    assert ids == jit_ids and offsets == jit_offsets
+
+
+def test_long_text_and_one_long_piece(pipelines):
+    rng = np.random.default_rng(3)
+    long_piece = "".join(rng.choice(list("abcdefghij"), size=20_000)).encode()
+    prose = (REPO / "README.md").read_bytes()
+    for fp in pipelines.values():
+        for data in (long_piece, prose, prose.decode().upper().encode()):
+            got, jit = aot_and_jit(fp, data)
+            assert got == jit
+
+
+# ============================================================================= the wrappers refuse what the module would misread
+def test_arguments_are_checked(pipelines):
+    fp = pipelines["o200k_base"]
+    arr = np.frombuffer(b"hello world", dtype=np.uint8)
+    with pytest.raises(TypeError):
+        fp._encode(fp.plan, arr, np.empty(16, dtype=np.int64))
+    read_only = np.empty(16, dtype=np.int32)
+    read_only.flags.writeable = False
+    with pytest.raises(TypeError):
+        fp._encode(fp.plan, arr, read_only)
+    with pytest.raises(ValueError):
+        fp._encode(fp.plan, arr, np.empty(4, dtype=np.int32))
+    with pytest.raises(TypeError):
+        fp._encode(fp.plan, np.frombuffer(b"hello world!", dtype=np.uint8)[::2], np.empty(16, dtype=np.int32))
+    with pytest.raises(TypeError):
+        fp._encode(fp.plan, arr.astype(np.int32), np.empty(16, dtype=np.int32))
+    with pytest.raises(ValueError):
+        fp._encode_batch(fp.plan, arr, np.array([0, 99], dtype=np.int64), np.empty(16, dtype=np.int32),
+                         np.empty(2, dtype=np.int64))
+    assert fp.encode_utf8(b"hello world").tolist() == [24912, 2375]
+
+
+def test_plans_of_other_types_are_refused(pipelines, aot_module):
+    fp = pipelines["o200k_base"]
+    out = np.empty(16, dtype=np.int32)
+    arr = np.frombuffer(b"hello world", dtype=np.uint8)
+    wider = fp.plan._replace(stage1=fp.plan.stage1.astype(np.int64))
+    with pytest.raises(aot.AotError):
+        fp._encode(wider, arr, out)
+    strided = fp.plan._replace(byte_token=np.repeat(fp.plan.byte_token, 2)[::2])
+    with pytest.raises(aot.AotError):
+        fp._encode(strided, arr, out)
+    with pytest.raises(aot.AotError):
+        aot_module.entry_points(fp.plan._replace(pattern_id=1.5))
+    assert fp._encode(fp.plan, arr, out) == 2  # the pipeline's own plan still works
+
+
+# ============================================================================= fresh processes
+FRESH = (
+    "import json, sys\n"
+    "from algorithms.tokenizer import Tokenizer\n"
+    "tok = Tokenizer('o200k_base')\n"
+    "ids = tok.encode('hello world <|endoftext|> caf\\u00e9', allowed_special='all')\n"
+    "batch = tok.encode_ordinary_batch(['a b', '', 'c'])\n"
+    "print(json.dumps([ids, batch, tok._fused.aot, 'numba' in sys.modules]))\n"
+)
+
+
+def test_fresh_process_encodes_without_importing_numba(aot_module):
+    expected = Tokenizer(load_vocabulary("o200k_base"), pretokenizer="regex")
+    done = _run(FRESH, BPEBENCH_AOT="1")
+    assert done.returncode == 0, done.stderr
+    ids, batch, used_aot, numba_imported = json.loads(done.stdout)
+    assert ids == expected.encode("hello world <|endoftext|> café", allowed_special="all")
+    assert batch == [expected.encode_ordinary(t) for t in ["a b", "", "c"]]
+    assert used_aot and not numba_imported
+    assert done.stderr == ""
+
+
+def test_aot_off_uses_the_jit(aot_module, monkeypatch):
+    done = _run(FRESH, BPEBENCH_AOT="0")
+    assert done.returncode == 0, done.stderr
+    ids, batch, used_aot, numba_imported = json.loads(done.stdout)
+    assert not used_aot and numba_imported
+    with_aot = json.loads(_run(FRESH, BPEBENCH_AOT="1").stdout)
+    assert [ids, batch] == with_aot[:2]
+    monkeypatch.setenv("BPEBENCH_AOT", "0")
+    assert not FusedPipeline(load_vocabulary("o200k_base")).aot
+    monkeypatch.setenv("BPEBENCH_AOT", "1")
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")  # plain Python asked for: no compiled module either
+    assert not aot.enabled() and aot.load() is None
+
+
+def _cache_root_with(tmp_path: Path, module_dir: Path | None) -> Path:
+    """A cache root that shares this one's vocabularies, Unicode tables and corpora, with
+    a copy of ``module_dir`` (if given) as its ahead-of-time module."""
+    real = aot.cache_root()
+    root = tmp_path / "cache"
+    root.mkdir()
+    for entry in real.iterdir():
+        if entry.name != "aot":
+            (root / entry.name).symlink_to(entry)
+    if module_dir is not None:
+        shutil.copytree(module_dir, root / "aot" / module_dir.name)
+    return root
+
+
+def test_damaged_module_is_never_loaded(aot_module, tmp_path, monkeypatch):
+    root = _cache_root_with(tmp_path, aot_module.directory)
+    copy = root / "aot" / aot_module.directory.name
+    so = copy / aot_module.manifest["file"]
+    payload = so.read_bytes()
+    so.write_bytes(payload[: len(payload) // 2])  # truncated
+    with pytest.raises(aot.AotError):
+        aot.verify_dir(copy)
+    so.write_bytes(payload[:1000] + bytes([payload[1000] ^ 1]) + payload[1001:])  # one bit flipped
+    with pytest.raises(aot.AotError, match="damaged"):
+        aot.verify_dir(copy)
+    so.write_bytes(payload[: len(payload) // 2])
+    # a fresh process: the rebuild fails at once (no C compiler), so it falls back to the JIT
+    done = _run(FRESH, BPEBENCH_CACHE=str(root), BPEBENCH_AOT="1", CC="/bin/false")
+    assert done.returncode == 0, done.stderr
+    ids, batch, used_aot, _ = json.loads(done.stdout)
+    assert not used_aot
+    assert [ids, batch] == json.loads(_run(FRESH, BPEBENCH_AOT="1").stdout)[:2]
+    assert done.stderr.count("\n") == 1 and "ahead-of-time compilation failed" in done.stderr, done.stderr
+    assert "no working C compiler" in done.stderr
+    # the failure is remembered: the next process does not try again, and says so
+    again = _run(FRESH, BPEBENCH_CACHE=str(root), BPEBENCH_AOT="1", CC="/bin/false")
+    assert again.returncode == 0 and "failed before" in again.stderr and again.stderr.count("\n") == 1
+    # bpebench compile retries, and reports its failure as one line with exit code 2
+    cli = subprocess.run([sys.executable, "-m", "bpebench", "compile"], cwd=REPO, capture_output=True, text=True,
+                         env=_env(BPEBENCH_CACHE=str(root), BPEBENCH_AOT="1", CC="/bin/false"), timeout=600)
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "no working C compiler" in cli.stderr
+
+
+def test_damaged_module_is_replaced_by_a_build(aot_module, pipelines, tmp_path, monkeypatch):
+    """load() with a plan rebuilds a damaged module (the build process is simulated: it copies the good one)."""
+    root = _cache_root_with(tmp_path, aot_module.directory)
+    target = root / "aot" / aot_module.directory.name
+    so = target / aot_module.manifest["file"]
+    so.write_bytes(so.read_bytes()[:4096])
+    builds = []
+
+    def fake_build(target, description, *, verbose):
+        builds.append(description)
+        aot._discard(target)
+        shutil.copytree(aot_module.directory, target)
+
+    monkeypatch.setenv("BPEBENCH_CACHE", str(root))
+    monkeypatch.setattr(aot, "_build_into", fake_build)
+    assert aot.load() is None and not builds  # without a plan nothing is built, and the damaged one is not loaded
+    fp = pipelines["o200k_base"]
+    module = aot.load(fp.plan)
+    assert module is not None and module.directory == target and len(builds) == 1
+    encode, _ = module.entry_points(fp.plan)
+    out = np.empty(11, dtype=np.int32)
+    assert encode(fp.plan, np.frombuffer(b"hello world", dtype=np.uint8), out) == 2
+    assert out[:2].tolist() == [24912, 2375]
+
+
+# ============================================================================= the lazy njit
+LAZY = (
+    "import json, sys\n"
+    "import algorithms.fast_pipeline as fp, algorithms.backtracking as bt, algorithms.registry as r\n"
+    "from algorithms.jit import LazyDispatcher, njit\n"
+    "r.encoder_names()\n"
+    "before = ['numba' in sys.modules, type(bt.backtrack_piece) is LazyDispatcher,\n"
+    "          type(fp.backtrack_piece) is LazyDispatcher]\n"
+    "from algorithms.loaders import load_vocabulary\n"
+    "from algorithms.registry import make_encoder\n"
+    "ids = make_encoder('backtracking', load_vocabulary('o200k_base')).encode(b'hello world')\n"
+    "from numba.core.dispatcher import Dispatcher\n"
+    "stamp = fp.encode_utf8._cache._cache_file._source_stamp\n"
+    "late = njit(cache=False)(lambda x: x + 1)\n"
+    "print(json.dumps([before, ids, isinstance(bt.backtrack_piece, Dispatcher),\n"
+    "                  isinstance(fp.backtrack_piece, Dispatcher), isinstance(stamp, tuple) and len(stamp) == 2,\n"
+    "                  isinstance(late, Dispatcher), late(1)]))\n"
+)
+
+
+def test_lazy_njit_imports_numba_on_first_call_and_rebinds_every_module():
+    done = _run(LAZY, BPEBENCH_AOT="0")
+    assert done.returncode == 0, done.stderr
+    before, ids, rebound, rebound_import, stamped, late_real, late_value = json.loads(done.stdout)
+    assert before == [False, True, True]
+    assert ids == [24912, 2375]
+    assert rebound and rebound_import and stamped and late_real and late_value == 2
