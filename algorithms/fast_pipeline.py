@@ -149,7 +149,16 @@ def _encode_text(plan, data, start, end, dead, memo, out, n_out):
     cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
     n_chars = cls.shape[0]
     ascii_only = n_chars == end - start  # then a piece's bytes are its characters
+    # every array the loop reads, taken out of the Plan once: reading a NamedTuple field
+    # inside the loop costs a reference-count increment and decrement (NRT calls) per piece
     matcher = plan.matcher
+    trie_cells = matcher.forward.cells
+    short_tokens = plan.short_tokens
+    medium_tokens = plan.medium_tokens
+    bytes_slots, token_bytes, token_start = plan.bytes_slots, plan.token_bytes, plan.token_start
+    byte_token, byte_pair_rank, token_of_rank = plan.byte_token, plan.byte_pair_rank, plan.token_of_rank
+    pairs, pair_filter = matcher.pairs, matcher.pair_filter
+    whole_piece = plan.whole_piece
     pattern_id = plan.pattern_id
     short_limit = plan.short_limit
     parts = np.empty(max(short_limit, 1), dtype=np.int32)
@@ -166,18 +175,17 @@ def _encode_text(plan, data, start, end, dead, memo, out, n_out):
             for k in range(char, piece_end_char):
                 piece_end += char_nbytes(cls[k])
         token = -1
-        if plan.whole_piece:
-            token = bytes_lookup(plan.bytes_slots, plan.token_bytes, plan.token_start,
-                                 data, piece_start, piece_end)
+        if whole_piece:
+            token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
         if token < 0:
             length = piece_end - piece_start
             if length <= MEDIUM_TOKEN_BYTES and data[piece_start] < 0x80:
                 if length <= SHORT_TOKEN_BYTES:
-                    token = short_token(plan.short_tokens, data, piece_start, piece_end)
+                    token = short_token(short_tokens, data, piece_start, piece_end)
                 else:
-                    token = medium_token(plan.medium_tokens, data, piece_start, piece_end)
+                    token = medium_token(medium_tokens, data, piece_start, piece_end)
             else:
-                token = _whole_piece_token(matcher.forward.cells, data, piece_start, piece_end)
+                token = _whole_piece_token(trie_cells, data, piece_start, piece_end)
         if token >= 0:
             out[n_out] = token
             n_out += 1
@@ -194,9 +202,8 @@ def _encode_text(plan, data, start, end, dead, memo, out, n_out):
             else:
                 first = n_out
                 if piece_end - piece_start <= short_limit:
-                    n_out = merge_short_piece(plan.byte_token, plan.byte_pair_rank, matcher.pairs,
-                                              matcher.pair_filter, plan.token_of_rank, data, piece_start,
-                                              piece_end, parts, ranks, out, n_out)
+                    n_out = merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+                                              data, piece_start, piece_end, parts, ranks, out, n_out)
                 else:
                     n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
                 memo[slot, 0] = key

@@ -118,7 +118,7 @@ def child(trie, node, byte):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined: a call per token costs reference counting on the trie
 def longest_match(trie, data, pos, end):
     """The longest token that is a prefix of ``data[pos:end]``, or -1."""
     best = -1
