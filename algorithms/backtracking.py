@@ -34,7 +34,7 @@ from .registry import register_encoder
 from .vocabulary import Vocabulary
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     """Append the encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
 

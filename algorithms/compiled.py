@@ -99,7 +99,7 @@ def fnv1a(data, start, end):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def bytes_lookup(bytes_slots, token_bytes, token_start, data, start, end):
     """The id of the token whose bytes equal ``data[start:end]``, or -1."""
     mask = np.uint64(len(bytes_slots) - 1)
@@ -136,7 +136,7 @@ def _build_bytes_slots(token_bytes, token_start, usable, capacity):
 
 
 # ----------------------------------------------------------------------------- compatibility
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def compatible(priority, split_left, split_right, pair_keys, pair_vals, a, b):
     """True iff the two tokens ``a b`` are the BPE encoding of their concatenated bytes.
 

@@ -133,7 +133,7 @@ def longest_match(trie, data, pos, end):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def prefix_matches(trie, data, pos, end, out):
     """Write every token that is a prefix of ``data[pos:end]`` into ``out``, shortest first;
     return how many. ``out`` needs ``max_token_len`` slots."""
@@ -150,7 +150,7 @@ def prefix_matches(trie, data, pos, end, out):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def longest_suffix_match(backward, data, start, end):
     """The longest token that is a suffix of ``data[start:end]``, or -1 (``backward`` trie)."""
     best = -1
@@ -165,7 +165,7 @@ def longest_suffix_match(backward, data, start, end):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def suffix_matches(backward, data, start, end, out):
     """Write every token that is a suffix of ``data[start:end]`` into ``out``, shortest first;
     return how many (``backward`` trie; ``out`` needs ``max_token_len`` slots)."""
@@ -453,7 +453,7 @@ def merge_rank(pairs, pair_filter, left, right):
         slot = (slot + 1) & mask
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pair_compatible(rows, pairs, pair_filter, a, b):
     """``algorithms.compiled.compatible`` over the packed layout (same walk, same answer):
     True iff the tokens ``a b`` are the BPE encoding of their concatenated bytes."""

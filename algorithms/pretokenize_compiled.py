@@ -452,7 +452,7 @@ def _o200k(cls, n, p):
     return _whitespace(cls, n, p, False, True)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def next_piece_end(cls, pos, pattern_id):
     """End (character index) of the piece that starts at character ``pos``.
 

@@ -98,7 +98,7 @@ def _rank(pairs, pair_filter, left, right):
     return r if r >= 0 else NO_MERGE
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
                       data, start, end, parts, ranks, out, n_out):
     """Append the BPE encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
