@@ -112,6 +112,21 @@ def _whole_piece_token(cells, data, start, end):
     return cells[node, 2]
 
 
+@njit(cache=True, inline="always")
+def _whole_token(short_tokens, medium_tokens, trie_cells, data, start, end):
+    """The token BPE produces whose bytes are all of ``data[start:end]`` (not empty), or -1.
+
+    Pieces of at most 16 bytes that start with an ASCII byte take one hash probe; others
+    walk the trie (a walk fails within a byte or two on most non-tokens, and was faster
+    than hashing for pieces that start with a non-ASCII byte)."""
+    length = end - start
+    if length <= MEDIUM_TOKEN_BYTES and data[start] < 0x80:
+        if length <= SHORT_TOKEN_BYTES:
+            return short_token(short_tokens, data, start, end)
+        return medium_token(medium_tokens, data, start, end)
+    return _whole_piece_token(trie_cells, data, start, end)
+
+
 #: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
 _MEMO_MIN_SLOTS = 16
 _MEMO_MAX_SLOTS = 4096
@@ -181,14 +196,7 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
         if whole_piece:
             token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
         if token < 0:
-            length = piece_end - piece_start
-            if length <= MEDIUM_TOKEN_BYTES and data[piece_start] < 0x80:
-                if length <= SHORT_TOKEN_BYTES:
-                    token = short_token(short_tokens, data, piece_start, piece_end)
-                else:
-                    token = medium_token(medium_tokens, data, piece_start, piece_end)
-            else:
-                token = _whole_piece_token(trie_cells, data, piece_start, piece_end)
+            token = _whole_token(short_tokens, medium_tokens, trie_cells, data, piece_start, piece_end)
         if token >= 0:
             out[n_out] = token
             n_out += 1
