@@ -65,6 +65,7 @@ numba API::
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -329,7 +330,9 @@ class FusedPipeline:
     when it is available (``aot`` is True; see :mod:`algorithms.aot`), else to numba's JIT.
     """
 
-    #: texts up to this many bytes reuse one output buffer (``encode_list`` copies out of it)
+    #: texts up to this many bytes reuse one output buffer per thread (``encode_list`` copies
+    #: out of it; one buffer shared by threads gave other threads' ids when the interpreter
+    #: switched threads between the kernel and the copy)
     SMALL = 1 << 12
     #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop
     SHORT_PIECE = 32
@@ -361,7 +364,7 @@ class FusedPipeline:
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["byte_pair_ranks"], merges_by_rank, short_limit)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
-        self._small_out = np.empty(self.SMALL, dtype=np.int32)
+        self._per_thread = threading.local()
         self._encode = _DirectCall(encode_utf8)
         self._encode_batch = _DirectCall(encode_utf8_batch)
         # the ahead-of-time compiled entry points when available (``algorithms/aot.py``): no numba import
@@ -380,7 +383,12 @@ class FusedPipeline:
         """Ids of the UTF-8 text ``data`` as a list (the Tokenizer's hot path)."""
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
-        out = self._small_out if len(arr) <= self.SMALL else np.empty(len(arr), dtype=np.int32)
+        if len(arr) <= self.SMALL:
+            out = getattr(self._per_thread, "out", None)
+            if out is None:
+                out = self._per_thread.out = np.empty(self.SMALL, dtype=np.int32)
+        else:
+            out = np.empty(len(arr), dtype=np.int32)
         n = self._encode(self.plan, arr, out)
         return out[:n].tolist()
 

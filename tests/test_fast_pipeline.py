@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import unicodedata
 from pathlib import Path
 
@@ -164,6 +165,33 @@ def test_direct_calls_and_the_reused_buffer_keep_results_apart():
     ids, offsets = pipeline.encode_utf8_batch([text.encode(), b"", text.encode()])
     expected = peer.encode_ordinary(text)
     assert ids.tolist() == expected * 2 and offsets.tolist() == [0, len(expected), len(expected), 2 * len(expected)]
+
+
+def test_threads_sharing_a_tokenizer_get_their_own_ids():
+    """Short texts reuse an output buffer: two threads encoding through one Tokenizer, switching
+    as often as the interpreter allows, must each get tiktoken's ids for their own text."""
+    tok = fused("cl100k_base")
+    peer = tiktoken_peer("cl100k_base")
+    texts = ["hello world " * 20, "the quick brown fox jumps over " * 15]
+    expected = [peer.encode_ordinary(t) for t in texts]
+    wrong = [0, 0]
+
+    def work(i: int) -> None:
+        for _ in range(3000):
+            if tok.encode_ordinary(texts[i]) != expected[i]:
+                wrong[i] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == [0, 0]
 
 
 def test_whole_piece_lookup_emits_unreachable_tokens_like_tiktoken():
