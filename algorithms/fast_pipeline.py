@@ -322,6 +322,10 @@ def unsupported_reason(vocab) -> str | None:
     return None
 
 
+#: Python keeps one shared int object for each of -5..256: ``tolist`` allocates nothing for those
+_CACHED_INT_MAX = 256
+
+
 class FusedPipeline:
     """Pre-tokenizer + backtracking BPE over one vocabulary, one numba call per text or batch.
 
@@ -336,6 +340,8 @@ class FusedPipeline:
     SMALL = 1 << 12
     #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop
     SHORT_PIECE = 32
+    #: outputs of at least this many ids are gathered from pre-made int objects (``id_list``)
+    GATHER_MIN = 64
 
     def __init__(self, vocabulary) -> None:
         from .compiled import compile_vocabulary
@@ -365,6 +371,7 @@ class FusedPipeline:
                          short["byte_pair_ranks"], merges_by_rank, short_limit)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self._per_thread = threading.local()
+        self._id_objects = None  # made on first use by ``id_list``
         self._encode = _DirectCall(encode_utf8)
         self._encode_batch = _DirectCall(encode_utf8_batch)
         # the ahead-of-time compiled entry points when available (``algorithms/aot.py``): no numba import
@@ -390,7 +397,25 @@ class FusedPipeline:
         else:
             out = np.empty(len(arr), dtype=np.int32)
         n = self._encode(self.plan, arr, out)
-        return out[:n].tolist()
+        return self.id_list(out[:n])
+
+    def id_list(self, ids: np.ndarray) -> list[int]:
+        """``ids.tolist()``, about twice as fast for long outputs.
+
+        ``tolist`` allocates a new int object per id (~20 ns; ids above 256 are not
+        cached by Python) and the caller frees them all again. Long outputs instead take
+        references to one int object per token id, made once per vocabulary (~5 ms and
+        ~8 MB for o200k, on first use). Measured on o200k outputs: 10.8 -> 4.9 ms for the
+        519k ids of a 1 MB unsplittable piece, 1.7 -> 0.9 ms for English prose. Not used
+        below ``GATHER_MIN`` ids (``take`` costs ~0.35 us per call) nor when most ids are
+        at most 256 (Python's cached small ints: 72% of ``udhr-all``'s ids, where the
+        gather made the whole call 6% slower)."""
+        if len(ids) < self.GATHER_MIN or 2 * np.count_nonzero(ids > _CACHED_INT_MAX) < len(ids):
+            return ids.tolist()
+        objects = self._id_objects
+        if objects is None:  # two threads may both make it: same contents, harmless
+            objects = self._id_objects = np.arange(len(self.plan.matcher.rows)).astype(object)
+        return objects.take(ids).tolist()
 
     def encode_utf8(self, data: bytes) -> np.ndarray:
         """int32 ids of the UTF-8 text ``data`` (valid UTF-8: pieces as ``regex`` splits its str)."""

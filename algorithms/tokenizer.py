@@ -271,7 +271,7 @@ class Tokenizer:
                 data.append(b"")
                 fallback[i] = self.encode_ordinary(text)
         ids, offsets = self._fused.encode_utf8_batch(data)
-        flat = ids.tolist()
+        flat = self._fused.id_list(ids)
         bounds = offsets.tolist()
         out = [flat[a:b] for a, b in zip(bounds, bounds[1:])]
         for i, ids_i in fallback.items():

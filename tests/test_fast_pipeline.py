@@ -167,6 +167,30 @@ def test_direct_calls_and_the_reused_buffer_keep_results_apart():
     assert ids.tolist() == expected * 2 and offsets.tolist() == [0, len(expected), len(expected), 2 * len(expected)]
 
 
+def test_id_lists_gathered_from_shared_int_objects_equal_tolist():
+    """Long outputs are gathered from one int object per token id instead of ``tolist``:
+    same values, a new list per call, and the short and mostly-byte-token cases keep ``tolist``."""
+    pipeline = FusedPipeline(load_vocabulary("o200k_base"))
+    rng = np.random.default_rng(3)
+    n_tokens = len(pipeline.vocabulary.tokens)
+    cases = {
+        "short": rng.integers(0, n_tokens, size=pipeline.GATHER_MIN - 1),
+        "long, large ids": rng.integers(257, n_tokens, size=5000),
+        "long, mostly byte tokens": np.where(rng.random(5000) < 0.8, rng.integers(0, 257, size=5000),
+                                             rng.integers(257, n_tokens, size=5000)),
+        "edges": np.array([0, 256, 257, n_tokens - 1] * 40),
+    }
+    for name, ids in cases.items():
+        ids = ids.astype(np.int32)
+        first, second = pipeline.id_list(ids), pipeline.id_list(ids)
+        assert first == ids.tolist() and all(type(i) is int for i in first), name
+        first.append(-1)
+        assert second == ids.tolist(), name
+    assert pipeline._id_objects is not None  # the gather was taken for the long cases
+    text = corpora.get("prose-en", size=30_000)
+    assert pipeline.encode_list(text.encode()) == tiktoken_peer("o200k_base").encode_ordinary(text)
+
+
 def test_threads_sharing_a_tokenizer_get_their_own_ids():
     """Short texts reuse an output buffer: two threads encoding through one Tokenizer, switching
     as often as the interpreter allows, must each get tiktoken's ids for their own text."""
