@@ -44,12 +44,23 @@ after each change on the same arrays, best of 11; ``prose-en``, ``code-python`` 
   1.19-1.27x on ``udhr-all``;
 * the piece memo: 1.10-1.32x on prose and code, 1.03-1.13x on ``udhr-all``
   (an earlier cache kept across calls, with its own id storage, was 0.92-1.09x);
-* the 16-byte table after that: 1.18-1.22x on prose and code, 1.02-1.08x on ``udhr-all``.
+* the 16-byte table after that: 1.18-1.22x on prose and code, 1.02-1.08x on ``udhr-all``;
+* compiling the loop and the kernels it calls without reference counting (``_nrt=False``,
+  two ahead-of-time builds loaded in one process): 1.08-1.15x everywhere, 1.12x on a
+  1 MB unsplittable piece;
+* building long id lists from shared int objects (``FusedPipeline.id_list``): 1.08-1.19x
+  per call on prose and code, 1.03-1.07x on the 1 MB piece (``udhr-all`` keeps ``tolist``).
+
+Tried and left out: checking whether a multi-token piece is two tokens (longest prefix
+token + whole-token rest + compatibility) before the merge loop, 0.75-0.95x; trie rows
+of 12 instead of 16 bytes, the tables on 2 MB pages, and one unaligned 8-byte load
+instead of a loop to pack a short piece's bytes, all within 1-4%.
 
 The hash lookup for pieces starting with a non-ASCII byte was slower than the trie
 walk (which fails after a byte or two on pieces that are not tokens), hence the
-ASCII gate. Gathering the output list from an object array of pre-made ints
-(instead of ``tolist``) was measured too and gave 0.91-1.21x: left out.
+ASCII gate. The id-list gather, first measured for every output, gave 0.91-1.21x:
+it loses on outputs that are mostly byte tokens (Python's cached small ints make
+``tolist`` cheap there) and on very short ones, which now keep ``tolist``.
 
 Complexity: O(n) for a text of n bytes (pre-tokenizer and backtracking are both
 linear; the merge loop is O(L^2) on pieces of L <= 32 bytes, so O(32 n) at worst).
