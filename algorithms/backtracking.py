@@ -29,7 +29,7 @@ import numpy as np
 from .jit import njit
 
 from .encoder import PiecewiseEncoder
-from .matching import build_matcher, longest_match, pair_compatible
+from .matching import build_matcher, longest_match_from_start, pair_compatible
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -42,11 +42,11 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     """
     if start >= end:
         return n_out
-    forward, next_prefix = matcher.forward, matcher.next_prefix
+    forward, next_prefix, two_byte_start = matcher.forward, matcher.next_prefix, matcher.two_byte_start
     rows, pairs, pair_filter = matcher.rows, matcher.pairs, matcher.pair_filter
     first = n_out
     pos = start
-    token = longest_match(forward, data, pos, end)
+    token = longest_match_from_start(forward, two_byte_start, data, pos, end)
     while True:
         last = out[n_out - 1] if n_out > first else -1
         while True:
@@ -70,7 +70,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
         if pos == end:
             return n_out
         if stop >= 0:
-            token = longest_match(forward, data, pos, end)
+            token = longest_match_from_start(forward, two_byte_start, data, pos, end)
 
 
 @njit(cache=True)

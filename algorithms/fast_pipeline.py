@@ -85,7 +85,7 @@ from .jit import njit, on_materialise
 
 from .backtracking import backtrack_piece
 from .compiled import fnv1a, bytes_lookup
-from .matching import Matcher
+from .matching import Matcher, spelled_token
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
 from .short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
 
@@ -110,22 +110,7 @@ class Plan(NamedTuple):
 
 # ----------------------------------------------------------------------------- the fused loop
 @njit(cache=True, inline="always")
-def _whole_piece_token(cells, data, start, end):
-    """The token spelled by all of ``data[start:end]`` in the forward trie, or -1.
-
-    Same walk as ``matching.longest_match`` but it only answers "is the whole piece
-    one token", so it needs no token-length lookup (one cache miss less per piece)."""
-    node = 0
-    for i in range(start, end):
-        slot = cells[node, 0] + data[i]
-        if cells[slot, 1] != node:
-            return -1
-        node = slot
-    return cells[node, 2]
-
-
-@njit(cache=True, inline="always")
-def _whole_token(short_tokens, medium_tokens, trie_cells, data, start, end):
+def _whole_token(short_tokens, medium_tokens, trie, two_byte_start, data, start, end):
     """The token BPE produces whose bytes are all of ``data[start:end]`` (not empty), or -1.
 
     Pieces of at most 16 bytes that start with an ASCII byte take one hash probe; others
@@ -136,7 +121,7 @@ def _whole_token(short_tokens, medium_tokens, trie_cells, data, start, end):
         if length <= SHORT_TOKEN_BYTES:
             return short_token(short_tokens, data, start, end)
         return medium_token(medium_tokens, data, start, end)
-    return _whole_piece_token(trie_cells, data, start, end)
+    return spelled_token(trie, two_byte_start, data, start, end)
 
 
 #: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
@@ -184,7 +169,7 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
     # every array the loop reads, taken out of the Plan once: reading a NamedTuple field
     # inside the loop costs a reference-count increment and decrement (NRT calls) per piece
     matcher = plan.matcher
-    trie_cells = matcher.forward.cells
+    forward, two_byte_start = matcher.forward, matcher.two_byte_start
     short_tokens = plan.short_tokens
     medium_tokens = plan.medium_tokens
     bytes_slots, token_bytes, token_start = plan.bytes_slots, plan.token_bytes, plan.token_start
@@ -208,7 +193,7 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
         if whole_piece:
             token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
         if token < 0:
-            token = _whole_token(short_tokens, medium_tokens, trie_cells, data, piece_start, piece_end)
+            token = _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
         if token >= 0:
             out[n_out] = token
             n_out += 1
@@ -298,7 +283,7 @@ def _stamp_kernels_with_their_sources() -> None:
         except OSError:
             digest.update(name.encode())
     extra = digest.hexdigest()
-    for kernel in (_whole_piece_token, _new_memo, _memo_find, _encode_text, _merge_scratch, encode_utf8,
+    for kernel in (_whole_token, _new_memo, _memo_find, _encode_text, _merge_scratch, encode_utf8,
                    encode_utf8_batch):
         cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
         stamp = getattr(cache_file, "_source_stamp", None)

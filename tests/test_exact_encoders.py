@@ -16,7 +16,8 @@ from hypothesis import example, given, settings
 from algorithms.compiled import compile_vocabulary, is_compatible
 from algorithms.errors import BpebenchError
 from algorithms.loaders import load_vocabulary
-from algorithms.matching import build_matcher, pair_compatible, prefix_matches
+from algorithms.matching import (build_matcher, longest_match_from_start, pair_compatible, prefix_matches,
+                                 spelled_token)
 from algorithms.naive import bpe_reference
 from algorithms.registry import default_encoder_name, get_encoder_class, make_encoder
 from algorithms.vocabulary import Vocabulary
@@ -197,6 +198,49 @@ def test_matcher_against_dictionary_scans(vocab_name):
         suffixes = [lookup[token[-k:]] for k in range(len(token) - 1, 0, -1) if token[-k:] in lookup]
         assert matcher.next_prefix[t] == (prefixes[0] if prefixes else -1)
         assert matcher.next_suffix[t] == (suffixes[0] if suffixes else -1)
+
+
+@pytest.mark.parametrize("vocab_name", ["cl100k_base", "trained-merges-shuffled", "text-alphabet"])
+def test_two_byte_start_walks_equal_dictionary_scans(vocab_name):
+    """The walks that start from ``two_byte_start`` against plain dictionary lookups of the
+    tokens the trie indexes, at every position and at ends one and two bytes away."""
+    from algorithms.compiled import NEVER
+
+    if vocab_name == "text-alphabet":  # bytes and byte pairs with no token at all
+        vocab = train_bpe([b"abcabcabd abcd aab", b"the theme then"], merges=30, rule="ranks", alphabet="text")
+    else:
+        vocab = SMALL.get(vocab_name) or load_vocabulary(vocab_name)
+    matcher = build_matcher(vocab)
+    indexed = compile_vocabulary(vocab).priority < NEVER
+    lookup = {t: i for i, t in enumerate(vocab.tokens) if indexed[i] and i not in vocab.excluded}
+    rng = random.Random(4)
+    data = random_token_text(vocab, rng, 1500) + bytes(rng.randrange(256) for _ in range(300))
+    arr = np.frombuffer(data, dtype=np.uint8)
+    forward, start = matcher.forward, matcher.two_byte_start
+    for pos in range(len(data)):
+        for end in {pos + 1, pos + 2, min(len(data), pos + 3), len(data)}:
+            if end > len(data):
+                continue
+            starting = [lookup[data[pos:e]] for e in range(pos + 1, min(end, pos + 128) + 1) if data[pos:e] in lookup]
+            assert longest_match_from_start(forward, start, arr, pos, end) == (starting[-1] if starting else -1)
+        for length in (1, 2, 3, 5):
+            if pos + length <= len(data):
+                expected = lookup.get(data[pos : pos + length], -1)
+                assert spelled_token(forward, start, arr, pos, pos + length) == expected
+
+
+def test_two_byte_start_rows_by_hand():
+    """Row ``b0 << 8 | b1`` = (the trie slot after ``b0 b1`` or -1, the longest token of ``b0``, ``b0 b1``)."""
+    tokens = [bytes([b]) for b in range(256) if b != ord("z")] + [b"ab", b"abc"]
+    vocab = Vocabulary.from_ranks(tokens, name="hand")
+    matcher = build_matcher(vocab)
+    table, cells = matcher.two_byte_start, matcher.forward.cells
+    a, ab = vocab.token_id(b"a"), vocab.token_id(b"ab")
+    row_ab = table[ord("a") << 8 | ord("b")]
+    assert row_ab[1] == ab and cells[row_ab[0], 2] == ab
+    assert table[ord("a") << 8 | ord("c")].tolist() == [-1, a]  # no token starts "ac": the walk stops at "a"
+    assert table[ord("z") << 8 | ord("a")].tolist() == [-1, -1]  # no token starts with "z"
+    assert table[ord("q") << 8 | ord("a")].tolist() == [-1, vocab.token_id(b"q")]
 
 
 def test_matcher_skips_excluded_ids():
