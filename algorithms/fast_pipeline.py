@@ -330,10 +330,12 @@ class FusedPipeline:
     when it is available (``aot`` is True; see :mod:`algorithms.aot`), else to numba's JIT.
     """
 
-    #: texts up to this many bytes reuse one output buffer per thread (``encode_list`` copies
-    #: out of it; one buffer shared by threads gave other threads' ids when the interpreter
-    #: switched threads between the kernel and the copy)
-    SMALL = 1 << 12
+    #: texts up to this many bytes reuse the calling thread's output buffer, and outputs up to
+    #: this many ids its gather buffer (``encode_list`` copies out of both, so a thread keeps
+    #: at most 12 bytes per byte of this: 12 MB). A fresh 4 MB array every call cost page
+    #: faults (1,400 per call on 1 MB of code). Per thread: one buffer shared by threads gave
+    #: other threads' ids when the interpreter switched threads between the kernel and the copy.
+    REUSE_MAX = 1 << 20
     #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop
     SHORT_PIECE = 32
     #: outputs of at least this many ids are gathered from pre-made int objects (``id_list``)
@@ -386,14 +388,20 @@ class FusedPipeline:
         """Ids of the UTF-8 text ``data`` as a list (the Tokenizer's hot path)."""
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
-        if len(arr) <= self.SMALL:
-            out = getattr(self._per_thread, "out", None)
-            if out is None:
-                out = self._per_thread.out = np.empty(self.SMALL, dtype=np.int32)
-        else:
-            out = np.empty(len(arr), dtype=np.int32)
+        out = self._thread_buffer("out", len(arr), np.int32)
         n = self._encode(self.plan, arr, out)
         return self.id_list(out[:n])
+
+    def _thread_buffer(self, name: str, size: int, dtype) -> np.ndarray:
+        """At least ``size`` items: the calling thread's buffer ``name`` (grown as needed) when
+        ``size <= REUSE_MAX``, else a new array."""
+        if size > self.REUSE_MAX:
+            return np.empty(size, dtype=dtype)
+        buffer = getattr(self._per_thread, name, None)
+        if buffer is None or len(buffer) < size:
+            buffer = np.empty(max(size, 1 << 12), dtype=dtype)
+            setattr(self._per_thread, name, buffer)
+        return buffer
 
     def id_list(self, ids: np.ndarray) -> list[int]:
         """``ids.tolist()``, about twice as fast for long outputs.
@@ -411,7 +419,11 @@ class FusedPipeline:
         objects = self._id_objects
         if objects is None:  # two threads may both make it: same contents, harmless
             objects = self._id_objects = np.arange(len(self.plan.matcher.rows)).astype(object)
-        return objects.take(ids).tolist()
+        # into a reused buffer: no new 8 bytes per id each call. mode="clip" (the ids are in
+        # range) lets numpy write straight into ``out``; "raise" copies it first
+        gathered = self._thread_buffer("gathered", len(ids), object)[: len(ids)]
+        np.take(objects, ids, out=gathered, mode="clip")
+        return gathered.tolist()
 
     def encode_utf8(self, data: bytes) -> np.ndarray:
         """int32 ids of the UTF-8 text ``data`` (valid UTF-8: pieces as ``regex`` splits its str)."""

@@ -188,12 +188,20 @@ def test_id_lists_gathered_from_shared_int_objects_equal_tolist():
         assert second == ids.tolist(), name
     assert pipeline._id_objects is not None  # the gather was taken for the long cases
     text = corpora.get("prose-en", size=30_000)
-    assert pipeline.encode_list(text.encode()) == tiktoken_peer("o200k_base").encode_ordinary(text)
+    peer = tiktoken_peer("o200k_base")
+    expected = peer.encode_ordinary(text)
+    assert pipeline.encode_list(text.encode()) == expected
+    reused = pipeline._per_thread.out, pipeline._per_thread.gathered
+    assert pipeline.encode_list(text[:9_000].encode()) == peer.encode_ordinary(text[:9_000])
+    assert pipeline._per_thread.out is reused[0] and pipeline._per_thread.gathered is reused[1]  # not regrown
+    pipeline.REUSE_MAX = 1_000  # now a new array for every long text, as above REUSE_MAX
+    assert pipeline.encode_list(text.encode()) == expected
 
 
 def test_threads_sharing_a_tokenizer_get_their_own_ids():
-    """Short texts reuse an output buffer: two threads encoding through one Tokenizer, switching
-    as often as the interpreter allows, must each get tiktoken's ids for their own text."""
+    """Texts reuse an output buffer, and outputs of at least ``GATHER_MIN`` ids a gather buffer
+    (the second text): two threads encoding through one Tokenizer, switching as often as the
+    interpreter allows, must each get tiktoken's ids for their own text."""
     tok = fused("cl100k_base")
     peer = tiktoken_peer("cl100k_base")
     texts = ["hello world " * 20, "the quick brown fox jumps over " * 15]
