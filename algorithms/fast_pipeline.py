@@ -29,10 +29,10 @@ differs from BPE for tokens BPE cannot produce; when the vocabulary has such
 tokens every piece is first looked up in the bytes table.
 
 The piece memo is a small hash table (16 to 4096 slots, at most 128 kB) that lives
-for one call (one text, or one whole batch). It remembers where a multi-token
-piece's bytes and ids are (in ``data`` and in ``out``, which only grows during the
-call), so it holds no copies and can never return stale ids; a hit is verified by
-comparing bytes, then the ids are copied. English prose and code repeat 64-70% of
+for one call (one text, or one whole batch). It remembers where a multi-token piece
+of at most 256 bytes has its bytes and ids (in ``data`` and in ``out``, which only
+grows during the call), so it holds no copies and can never return stale ids; a hit
+is verified by comparing bytes, then the ids are copied. English prose and code repeat 64-70% of
 their multi-token pieces (multilingual ``udhr-all``: 31%).
 
 Measured side by side in one process (interleaved rounds of the kernel before and
@@ -127,6 +127,8 @@ def _whole_token(short_tokens, medium_tokens, trie, two_byte_start, data, start,
 #: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
 _MEMO_MIN_SLOTS = 16
 _MEMO_MAX_SLOTS = 4096
+#: longer pieces bypass the memo
+_MEMO_MAX_PIECE = 256
 
 
 @njit(cache=True)
@@ -197,6 +199,9 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
         if token >= 0:
             out[n_out] = token
             n_out += 1
+        elif piece_end - piece_start > _MEMO_MAX_PIECE:
+            # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
+            n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
         else:
             # a piece of several tokens: natural text repeats them (64-70% of such pieces in
             # English prose and code), and a repeat costs a hash and a copy instead of BPE

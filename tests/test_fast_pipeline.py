@@ -311,6 +311,23 @@ def test_repeated_multi_token_pieces_with_memo_collisions_equal_the_reference():
         assert tok.encode_ordinary_batch(halves) == [reference(name).encode_ordinary(t) for t in halves]
 
 
+def test_repeated_long_pieces_around_the_memo_bound_equal_tiktoken():
+    """Pieces of more than 256 bytes bypass the memo (backtracking every time), those up to 256
+    use it: repeats on both sides of the bound, in one text and in one batch."""
+    import random
+
+    from algorithms.fast_pipeline import _MEMO_MAX_PIECE
+
+    rng = random.Random(11)
+    pieces = ["".join(rng.choice("qxzjkvw") for _ in range(length))
+              for length in (_MEMO_MAX_PIECE - 1, _MEMO_MAX_PIECE, _MEMO_MAX_PIECE + 1, 3 * _MEMO_MAX_PIECE)]
+    text = " ".join(rng.sample(pieces * 3, 12))
+    for name in ("cl100k_base", "o200k_base"):
+        tok, peer = fused(name), tiktoken_peer(name)
+        assert tok.encode_ordinary(text) == peer.encode_ordinary(text)
+        assert tok.encode_ordinary_batch([text, text[5:]]) == [peer.encode_ordinary(t) for t in (text, text[5:])]
+
+
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
     from algorithms.compiled import NEVER, compile_vocabulary
