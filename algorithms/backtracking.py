@@ -42,7 +42,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     """
     if start >= end:
         return n_out
-    forward, next_prefix, two_byte_start = matcher.forward, matcher.next_prefix, matcher.two_byte_start
+    forward, two_byte_start = matcher.forward, matcher.two_byte_start
     rows, pairs, pair_filter = matcher.rows, matcher.pairs, matcher.pair_filter
     first = n_out
     pos = start
@@ -56,7 +56,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
                 n_out += 1
                 pos = stop
                 break
-            shorter = next_prefix[token]
+            shorter = rows[token, 4]  # next_prefix[token], from the row just read
             if shorter >= 0:
                 token = shorter
                 continue

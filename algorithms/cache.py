@@ -321,7 +321,7 @@ def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
         and (n == 0 or int(tables.token_start[-1]) == len(tables.token_bytes))
         and tables.byte_token.shape == (256,)
         and len(tables.pair_keys) == len(tables.pair_vals)
-        and matcher.rows.shape == (n, 4)
+        and matcher.rows.shape == (n, 8)
         and matcher.forward.cells.ndim == 2 and matcher.forward.cells.shape[1] == 4
         and matcher.backward.cells.ndim == 2 and matcher.backward.cells.shape[1] == 4
         and matcher.two_byte_start.shape == (1 << 16, 2)

@@ -77,7 +77,6 @@ class _BacktrackingView(NamedTuple):
     """The fields of a Matcher that ``backtrack_piece`` reads."""
 
     forward: Trie
-    next_prefix: np.ndarray
     rows: np.ndarray
     pairs: np.ndarray
     pair_filter: np.ndarray
@@ -85,11 +84,11 @@ class _BacktrackingView(NamedTuple):
 
 
 @njit(cache=True)
-def _count_slice(cells, next_prefix, rows, pairs, pair_filter, two_byte_start, data, i, j, dead, out):
+def _count_slice(cells, rows, pairs, pair_filter, two_byte_start, data, i, j, dead, out):
     """Count ``data[i:j]`` by encoding it. Plain array arguments: numba's dispatch is several
     times cheaper for them than for the nested Matcher tuple, and short slices are all
     dispatch."""
-    view = _BacktrackingView(Trie(cells), next_prefix, rows, pairs, pair_filter, two_byte_start)
+    view = _BacktrackingView(Trie(cells), rows, pairs, pair_filter, two_byte_start)
     n = backtrack_piece(view, data, i, j, dead, out, 0)
     dead[i : j + 1] = 0
     return n
@@ -214,7 +213,7 @@ class IntervalEncoding:
             self._scratch = (np.zeros(self.n + 1, dtype=np.uint8), np.empty(max(j - i, 4096), dtype=np.int32))
         dead, out = self._scratch
         m = self._matcher
-        return _count_slice(m.forward.cells, m.next_prefix, m.rows, m.pairs, m.pair_filter, m.two_byte_start,
+        return _count_slice(m.forward.cells, m.rows, m.pairs, m.pair_filter, m.two_byte_start,
                             self.data, i, j, dead, out)
 
     def _slow_encode(self, i: int, j: int) -> list[int]:

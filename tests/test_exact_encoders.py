@@ -198,6 +198,7 @@ def test_matcher_against_dictionary_scans(vocab_name):
         suffixes = [lookup[token[-k:]] for k in range(len(token) - 1, 0, -1) if token[-k:] in lookup]
         assert matcher.next_prefix[t] == (prefixes[0] if prefixes else -1)
         assert matcher.next_suffix[t] == (suffixes[0] if suffixes else -1)
+        assert matcher.rows[t, 4] == matcher.next_prefix[t] and matcher.rows[t, 5] == matcher.next_suffix[t]
 
 
 @pytest.mark.parametrize("vocab_name", ["cl100k_base", "trained-merges-shuffled", "text-alphabet"])
