@@ -231,17 +231,19 @@ def test_two_byte_start_walks_equal_dictionary_scans(vocab_name):
 
 
 def test_two_byte_start_rows_by_hand():
-    """Row ``b0 << 8 | b1`` = (the trie slot after ``b0 b1`` or -1, the longest token of ``b0``, ``b0 b1``)."""
+    """Row ``b0 << 8 | b1`` = (the trie slot after ``b0 b1`` or -1, the longest token of ``b0``, ``b0 b1``,
+    that slot's base, the token ``b0 b1`` or -1)."""
     tokens = [bytes([b]) for b in range(256) if b != ord("z")] + [b"ab", b"abc"]
     vocab = Vocabulary.from_ranks(tokens, name="hand")
     matcher = build_matcher(vocab)
     table, cells = matcher.two_byte_start, matcher.forward.cells
     a, ab = vocab.token_id(b"a"), vocab.token_id(b"ab")
     row_ab = table[ord("a") << 8 | ord("b")]
-    assert row_ab[1] == ab and cells[row_ab[0], 2] == ab
-    assert table[ord("a") << 8 | ord("c")].tolist() == [-1, a]  # no token starts "ac": the walk stops at "a"
-    assert table[ord("z") << 8 | ord("a")].tolist() == [-1, -1]  # no token starts with "z"
-    assert table[ord("q") << 8 | ord("a")].tolist() == [-1, vocab.token_id(b"q")]
+    assert row_ab[1] == ab == row_ab[3] and cells[row_ab[0], 2] == ab
+    assert row_ab[2] == cells[row_ab[0], 0] and cells[row_ab[2] + ord("c"), 2] == vocab.token_id(b"abc")
+    assert table[ord("a") << 8 | ord("c")].tolist() == [-1, a, 0, -1]  # no token starts "ac": the walk stops at "a"
+    assert table[ord("z") << 8 | ord("a")].tolist() == [-1, -1, 0, -1]  # no token starts with "z"
+    assert table[ord("q") << 8 | ord("a")].tolist() == [-1, vocab.token_id(b"q"), 0, -1]
 
 
 def test_matcher_skips_excluded_ids():
