@@ -273,12 +273,24 @@ class _AsEncoder(Encoder):
         return self.guarded.encode_pieces(pieces)
 
 
+class _AsApproximateEncoder(_AsEncoder):
+    """The same for an approximate encoder: callers such as ``chunking`` must not take the
+    exact-BPE shortcuts for it (they would measure BPE's counts, not the encoder's)."""
+
+    capabilities = frozenset({"approximate"})
+
+
+def _as_encoder(ctx: Context, guarded: GuardedEncoder) -> _AsEncoder:
+    exact = "exact" in getattr(ctx.cls, "capabilities", ())
+    return _AsEncoder(guarded) if exact else _AsApproximateEncoder(guarded)
+
+
 def check_pipeline(ctx: Context, p: dict) -> None:
     from algorithms.tokenizer import Tokenizer
 
     enc, text = ctx.encoder(p["vocab"]), p["text"]
     peer_name, peer = adapters.peer_for(enc.vocab)
-    tokenizer = Tokenizer(enc.vocab, algorithm=_AsEncoder(enc))
+    tokenizer = Tokenizer(enc.vocab, algorithm=_as_encoder(ctx, enc))
     ids = guarded_call(f"Tokenizer.encode_ordinary({text[:40]!r})", tokenizer.encode_ordinary, text,
                        timeout=None)
     expected = peer(text)
@@ -336,7 +348,7 @@ def check_split_at_n(ctx: Context, p: dict) -> None:
     vocab = enc.vocab
     exact = "exact" in getattr(ctx.cls, "capabilities", ())
     pipeline = bool(p.get("pipeline"))
-    user = Tokenizer(vocab, algorithm=_AsEncoder(enc)) if pipeline else _AsEncoder(enc)
+    user = Tokenizer(vocab, algorithm=_as_encoder(ctx, enc)) if pipeline else _as_encoder(ctx, enc)
 
     def count(s: str) -> int:
         """BPE's count for an exact encoder; an approximate encoder's chunk is measured by its own."""

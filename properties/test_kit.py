@@ -129,3 +129,18 @@ def test_profiles_are_registered_and_ci_is_derandomized():
     ci = settings.get_profile("ci")
     assert ci.derandomize and ci.database is None and ci.deadline is None
     assert settings.get_profile("fuzz").max_examples > settings.get_profile("dev").max_examples
+
+
+def test_split_at_n_measures_an_approximate_encoder_by_its_own_counts():
+    """Regression (found by hypothesis): the check wrapped every encoder as exact, so
+    ``split_at_tokens`` took BPE's counts for greedy ("aab\\0" is 2 BPE tokens, 3 greedy ones)
+    and the check failed instead of checking greedy's own split."""
+    from .kit import replay
+
+    payload = payload_from_json('{"vocab": "trained:rule=ranks,merges=3,alphabet=text,shuffle=0,'
+                                'text=61626364.65666768696a6b6c.616200616161616200.61",'
+                                ' "text": "aab\\u0000", "n": 2, "pipeline": false}')
+    vocab = resolve(payload["vocab"])
+    assert len(bpe_reference(vocab, b"aab\x00")) == 2  # BPE fits the whole text in 2 tokens
+    result = replay("greedy", "split-at-n", payload)
+    assert result.passed, result.message
