@@ -49,10 +49,11 @@ from .vocabulary import Vocabulary
 
 
 @njit(cache=True)
-def _extend(cells, rows, pairs, pair_filter, data, lo, hi, last, counts, buf, leftward):
+def _extend(cells, rows, pairs, pair_filter, pair_floor, data, lo, hi, last, counts, buf, leftward):
     """Fill the table for positions ``lo+1 .. hi``; return the count at ``hi``. Plain array
     arguments keep numba's per-call dispatch cheap (a push of one byte is mostly this call)."""
-    extend_last_tokens(Trie(cells), rows, pairs, pair_filter, data, 0, lo, hi, last, counts, buf, leftward)
+    extend_last_tokens(Trie(cells), rows, pairs, pair_filter, pair_floor, data, 0, lo, hi, last, counts, buf,
+                       leftward)
     return counts[hi]
 
 
@@ -65,7 +66,7 @@ class _IncrementalTable:
         self.vocabulary = vocabulary
         self._matcher = m = build_matcher(vocabulary)
         self._cells = (m.forward if self._leftward else m.backward).cells
-        self._rows, self._pairs, self._filter = m.rows, m.pairs, m.pair_filter
+        self._rows, self._pairs, self._filter, self._floor = m.rows, m.pairs, m.pair_filter, m.pair_floor
         byte_token = compile_vocabulary(vocabulary).byte_token
         self._byte_ok = (byte_token >= 0).tolist()
         self._data = np.empty(max(capacity, 1), dtype=np.uint8)
@@ -108,7 +109,7 @@ class _IncrementalTable:
             if lo + k > len(self._data):
                 self._grow(lo + k)
             self._data[lo : lo + k] = arr[::-1] if self._leftward else arr
-        count = _extend(self._cells, self._rows, self._pairs, self._filter, self._data, lo, lo + k,
+        count = _extend(self._cells, self._rows, self._pairs, self._filter, self._floor, self._data, lo, lo + k,
                         self._last, self._counts, self._buf, self._leftward)
         self._len = lo + k
         return count

@@ -43,7 +43,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     if start >= end:
         return n_out
     forward, two_byte_start = matcher.forward, matcher.two_byte_start
-    rows, pairs, pair_filter = matcher.rows, matcher.pairs, matcher.pair_filter
+    rows, pairs, pair_filter, pair_floor = matcher.rows, matcher.pairs, matcher.pair_filter, matcher.pair_floor
     first = n_out
     pos = start
     token = longest_match_from_start(forward, two_byte_start, data, pos, end)
@@ -51,7 +51,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
         last = out[n_out - 1] if n_out > first else -1
         while True:
             stop = pos + rows[token, 3]
-            if dead[stop] == 0 and (last < 0 or pair_compatible(rows, pairs, pair_filter, last, token)):
+            if dead[stop] == 0 and (last < 0 or pair_compatible(rows, pairs, pair_filter, pair_floor, last, token)):
                 out[n_out] = token
                 n_out += 1
                 pos = stop

@@ -325,6 +325,7 @@ def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
         and matcher.forward.cells.ndim == 2 and matcher.forward.cells.shape[1] == 4
         and matcher.backward.cells.ndim == 2 and matcher.backward.cells.shape[1] == 4
         and matcher.two_byte_start.shape == (1 << 16, 4)
+        and matcher.pair_floor.shape == (1 << 20,)
     )
     if not ok:
         raise CacheDamaged("array shapes are inconsistent")

@@ -81,14 +81,15 @@ class _BacktrackingView(NamedTuple):
     pairs: np.ndarray
     pair_filter: np.ndarray
     two_byte_start: np.ndarray
+    pair_floor: np.ndarray
 
 
 @njit(cache=True)
-def _count_slice(cells, rows, pairs, pair_filter, two_byte_start, data, i, j, dead, out):
+def _count_slice(cells, rows, pairs, pair_filter, two_byte_start, pair_floor, data, i, j, dead, out):
     """Count ``data[i:j]`` by encoding it. Plain array arguments: numba's dispatch is several
     times cheaper for them than for the nested Matcher tuple, and short slices are all
     dispatch."""
-    view = _BacktrackingView(Trie(cells), rows, pairs, pair_filter, two_byte_start)
+    view = _BacktrackingView(Trie(cells), rows, pairs, pair_filter, two_byte_start, pair_floor)
     n = backtrack_piece(view, data, i, j, dead, out, 0)
     dead[i : j + 1] = 0
     return n
@@ -135,12 +136,12 @@ class IntervalEncoding:
         buf = np.empty(max(m.max_token_len, 1), dtype=np.int32)
         self._last = np.empty(n + 1, dtype=np.int32)
         self._counts = np.zeros(n + 1, dtype=np.int32)
-        extend_last_tokens(m.backward, m.rows, m.pairs, m.pair_filter, arr, 0, 0, n,
+        extend_last_tokens(m.backward, m.rows, m.pairs, m.pair_filter, m.pair_floor, arr, 0, 0, n,
                            self._last, self._counts, buf, False)
         reverse = np.ascontiguousarray(arr[::-1])
         self._first_rev = np.empty(n + 1, dtype=np.int32)
         scount_rev = np.zeros(n + 1, dtype=np.int32)
-        extend_last_tokens(m.forward, m.rows, m.pairs, m.pair_filter, reverse, 0, 0, n,
+        extend_last_tokens(m.forward, m.rows, m.pairs, m.pair_filter, m.pair_floor, reverse, 0, 0, n,
                            self._first_rev, scount_rev, buf, True)
         self._q = np.empty(n + 1, dtype=np.int32)
         self._r = np.empty(n + 1, dtype=np.int32)
@@ -213,7 +214,7 @@ class IntervalEncoding:
             self._scratch = (np.zeros(self.n + 1, dtype=np.uint8), np.empty(max(j - i, 4096), dtype=np.int32))
         dead, out = self._scratch
         m = self._matcher
-        return _count_slice(m.forward.cells, m.rows, m.pairs, m.pair_filter, m.two_byte_start,
+        return _count_slice(m.forward.cells, m.rows, m.pairs, m.pair_filter, m.two_byte_start, m.pair_floor,
                             self.data, i, j, dead, out)
 
     def _slow_encode(self, i: int, j: int) -> list[int]:

@@ -34,7 +34,8 @@ from .vocabulary import Vocabulary
 
 
 @njit(cache=True)
-def extend_last_tokens(trie, rows, pairs, pair_filter, data, start, lo, hi, last, counts, buf, leftward):
+def extend_last_tokens(trie, rows, pairs, pair_filter, pair_floor, data, start, lo, hi, last, counts, buf,
+                       leftward):
     """Fill ``last[p]`` and ``counts[p]`` for ``p`` in ``lo+1 .. hi``, the last token and the
     token count of the valid encoding of ``data[start:p]``; entries ``start .. lo`` must be
     filled already (``counts[start] == 0``).
@@ -56,9 +57,9 @@ def extend_last_tokens(trie, rows, pairs, pair_filter, data, start, lo, hi, last
                 break
             before = last[q]
             if leftward:
-                ok = pair_compatible(rows, pairs, pair_filter, token, before)
+                ok = pair_compatible(rows, pairs, pair_filter, pair_floor, token, before)
             else:
-                ok = pair_compatible(rows, pairs, pair_filter, before, token)
+                ok = pair_compatible(rows, pairs, pair_filter, pair_floor, before, token)
             if ok:
                 last[p] = token
                 counts[p] = counts[q] + 1
@@ -95,7 +96,7 @@ def table_pieces(matcher, data, offsets, out, count_only):
         if start == end:
             continue
         counts[start] = 0
-        extend_last_tokens(matcher.backward, matcher.rows, matcher.pairs, matcher.pair_filter,
+        extend_last_tokens(matcher.backward, matcher.rows, matcher.pairs, matcher.pair_filter, matcher.pair_floor,
                            data, start, start, end, last, counts, buf, False)
         if count_only:
             n_out += counts[end]

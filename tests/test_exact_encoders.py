@@ -255,6 +255,28 @@ def test_matcher_skips_excluded_ids():
 
 
 @pytest.mark.parametrize("vocab_name", ["o200k_base", "trained-merges-shuffled"])
+def test_pair_floor_bounds_every_merge_rank_from_below(vocab_name):
+    """``pair_floor`` lets compatibility checks skip merges at or above their limit: the bound
+    it gives a slot must not exceed the rank of any merge hashed there, and a slot without
+    merges must say so."""
+    from algorithms.matching import _FLOOR_EMPTY, _ID_BITS, _ID_MASK, _floor_slot, floor_bound
+
+    vocab = SMALL.get(vocab_name) or load_vocabulary(vocab_name)
+    m = build_matcher(vocab)
+    entries = m.pairs[m.pairs != -1]
+    slots = np.array([_floor_slot(int(key)) for key in (entries >> _ID_BITS).tolist()])
+    lowest = np.full(len(m.pair_floor), np.iinfo(np.int64).max)
+    np.minimum.at(lowest, slots, entries & _ID_MASK)
+    bounds = np.array([floor_bound(q) for q in range(256)])
+    bound = bounds[m.pair_floor]
+    used = lowest < np.iinfo(np.int64).max
+    assert (bound[used] <= lowest[used]).all()
+    assert (bound[used] * 2 >= lowest[used]).all()  # and close: within an octave of the lowest rank
+    assert (m.pair_floor[~used] == _FLOOR_EMPTY).all() and bounds[_FLOOR_EMPTY] > 1 << 42
+    assert bounds[0] == 0 and (np.diff(bounds[: _FLOOR_EMPTY + 1]) >= 0).all()
+
+
+@pytest.mark.parametrize("vocab_name", ["o200k_base", "trained-merges-shuffled"])
 def test_packed_compatibility_equals_compiled(vocab_name):
     vocab = SMALL.get(vocab_name) or load_vocabulary(vocab_name)
     tables = compile_vocabulary(vocab)
@@ -265,4 +287,4 @@ def test_packed_compatibility_equals_compiled(vocab_name):
     # splits of tokens are the pairs most likely to be incompatible
     pairs += [(int(tables.split_left[t]), int(tables.split_right[t])) for t in ids[-500:] if tables.split_left[t] >= 0]
     for a, b in pairs:
-        assert bool(pair_compatible(m.rows, m.pairs, m.pair_filter, a, b)) == is_compatible(tables, a, b), (a, b)
+        assert bool(pair_compatible(m.rows, m.pairs, m.pair_filter, m.pair_floor, a, b)) == is_compatible(tables, a, b), (a, b)
