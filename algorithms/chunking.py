@@ -260,10 +260,12 @@ def _split_tokenizer(tokenizer, text: str, n: int) -> int:
         p = starts[k] + len(piece_bytes[:cut].tobytes().decode("utf-8", "surrogatepass"))
         if p > starts[k] and fits(p):
             return p
-        highest = min(p, region_end - 1)
+        highest = min(p, region_end)
         lowest = max(region_start, highest - _SHORT_REGION)
     else:
-        highest, lowest = region_end - 1, region_start
+        # from the end of piece k: alone, a prefix can take fewer tokens than inside the text
+        # ("  " is one piece at the end of a text, two before "0" in cl100k's pattern)
+        highest, lowest = region_end, region_start
     for p in range(highest, lowest, -1):
         if fits(p):
             return p

@@ -171,6 +171,7 @@ TEXTS = [
     "a   b    c\t\t d" * 5,
     "x" * 300 + " tail words here",
     TRAP_UNIT * 60,
+    "  0  12   3    .  ,\n  7 \t 9",  # a prefix ending in spaces is one piece alone, two inside the text
 ]
 
 
