@@ -49,12 +49,24 @@ after each change on the same arrays, best of 11; ``prose-en``, ``code-python`` 
   two ahead-of-time builds loaded in one process): 1.08-1.15x everywhere, 1.12x on a
   1 MB unsplittable piece;
 * building long id lists from shared int objects (``FusedPipeline.id_list``): 1.08-1.19x
-  per call on prose and code, 1.03-1.07x on the 1 MB piece (``udhr-all`` keeps ``tolist``).
+  per call on prose and code, 1.03-1.07x on the 1 MB piece (``udhr-all`` keeps ``tolist``);
+* reusing the thread's output and gather buffers instead of new arrays per call (whole
+  calls interleaved with tiktoken's): 1.04-1.08x on o200k prose and code, 1.01-1.05x on cl100k;
+* for the 1 MB piece, in ``matching``: the two-byte start table (1.08x, then 1.02-1.08x for
+  its base column), 32-byte merge rows holding ``next_prefix`` (1.06x) and ``pair_floor``
+  (1.02-1.07x); long pieces skipping the memo saved the 1.1 ms of hashing 1 MB.
 
 Tried and left out: checking whether a multi-token piece is two tokens (longest prefix
 token + whole-token rest + compatibility) before the merge loop, 0.75-0.95x; trie rows
-of 12 instead of 16 bytes, the tables on 2 MB pages, and one unaligned 8-byte load
-instead of a loop to pack a short piece's bytes, all within 1-4%.
+of 12 instead of 16 bytes, the tables on 2 MB pages (tried again with interleaved calls,
+where cache misses cost most: no change either), and one unaligned 8-byte load instead
+of a loop to pack a short piece's bytes, all within 1-4%; scanning one piece ahead to
+start the next whole-token read early (in batches, or one piece ahead carrying its row):
+0.93-0.97x, the out-of-order core already overlaps it; a branch-free compatibility walk,
+0.95x; a pair table at load 0.76 instead of 0.38, 0.98x; skipping the character-length
+sum of pieces that end before the next multi-byte character, no change (the 8% that
+``prose-en`` seemed to lose to its 575 curly quotes came from how they split, not from
+the sum).
 
 The hash lookup for pieces starting with a non-ASCII byte was slower than the trie
 walk (which fails after a byte or two on pieces that are not tokens), hence the
