@@ -15,7 +15,9 @@ exact reference, and measures:
 * ``incompatible_pair_rate``: fraction of adjacent token pairs that cannot stand
   next to each other in any BPE encoding (``compiled.is_compatible``). A sequence
   is valid iff all its pairs are compatible (seed ``001``, corollary IIIa), so this
-  says how *locally* wrong an invalid output is.
+  says how *locally* wrong an invalid output is. None for a vocabulary whose merges
+  run out of priority order (``compiled.rank_order_break``): pairwise compatibility
+  is then not what the tables describe.
 
 Rates are per piece occurrence (a piece that occurs 10 times counts 10 times);
 identical pieces are encoded once. Every statistic is exact; the cost is one
@@ -35,7 +37,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from .compiled import NEVER, compile_vocabulary, is_compatible
+from .compiled import NEVER, compile_vocabulary, is_compatible, rank_order_break
 from .encoder import Encoder
 from .registry import default_encoder_name, make_encoder
 from .vocabulary import Vocabulary
@@ -43,7 +45,7 @@ from .vocabulary import Vocabulary
 
 def reference_encoder_for(vocabulary: Vocabulary) -> Encoder:
     """The fastest registered exact encoder for ``vocabulary`` (``naive`` if it is the only one)."""
-    return make_encoder(default_encoder_name(), vocabulary)
+    return make_encoder(default_encoder_name(vocabulary), vocabulary)
 
 
 def split_text(vocabulary: Vocabulary, text: str) -> list[bytes]:
@@ -77,6 +79,7 @@ def disagreement(
     if reference_encoder is None:
         reference_encoder = reference_encoder_for(vocabulary)
     tables = compile_vocabulary(vocabulary)
+    pairs_checkable = rank_order_break(vocabulary) is None  # else compatibility is not defined by the tables
     tokens = vocabulary.tokens
 
     # one verdict per distinct piece: (approx count, reference count, same, valid, pairs, bad pairs, round trip)
@@ -99,7 +102,7 @@ def disagreement(
             valid = reference_encoder.encode(decoded) == approx
         pairs = max(len(approx) - 1, 0)
         bad_pairs = 0
-        if not same:
+        if not same and pairs_checkable:
             bad_pairs = sum(
                 1
                 for a, b in zip(approx, approx[1:])
@@ -146,7 +149,7 @@ def disagreement(
         "count_diff_histogram": dict(sorted(Counter(count_diff).items())),
         "count_mismatch_rate": rate(sum(1 for d in count_diff if d), n),
         "invalid_rate": rate(n - n_valid, n),
-        "incompatible_pair_rate": rate(n_bad_pairs, n_pairs),
+        "incompatible_pair_rate": rate(n_bad_pairs, n_pairs) if pairs_checkable else None,
         "roundtrip_failures": n_roundtrip_failures,
         "examples": examples,
     }

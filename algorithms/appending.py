@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from .jit import njit
 
-from .compiled import compile_vocabulary
+from .compiled import compile_vocabulary, require_ordered_merges
 from .errors import BpebenchError
 from .encoder import Encoder, as_byte_array, check_encodable
 from .matching import Trie, build_matcher
@@ -63,6 +63,7 @@ class _IncrementalTable:
     _leftward = False
 
     def __init__(self, vocabulary: Vocabulary, *, capacity: int = 256) -> None:
+        require_ordered_merges(vocabulary, type(self).__name__)
         self.vocabulary = vocabulary
         self._matcher = m = build_matcher(vocabulary)
         self._cells = (m.forward if self._leftward else m.backward).cells
@@ -174,6 +175,7 @@ class AppendingEncoder(Encoder):
     summary = "exact: last-token table extended byte by byte; exact count after every appended byte (numba)"
     capabilities = frozenset({"exact", "appending"})
     speed_rank = 35
+    needs_ordered_merges = True
 
     def appendable(self) -> AppendableEncoder:
         """A fresh, empty incremental encoder for this vocabulary."""
@@ -196,6 +198,7 @@ class PrependingEncoder(Encoder):
     summary = "exact: first-token table extended to the left; exact count after every prepended byte (numba)"
     capabilities = frozenset({"exact", "prepending"})
     speed_rank = 36
+    needs_ordered_merges = True
 
     def prependable(self) -> PrependableEncoder:
         """A fresh, empty incremental encoder for this vocabulary."""

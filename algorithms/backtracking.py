@@ -91,6 +91,7 @@ class BacktrackingEncoder(PiecewiseEncoder):
     summary = "exact: longest match + compatibility check + backtracking with dead-position marks (O(n), numba)"
     capabilities = frozenset({"exact"})
     speed_rank = 10
+    needs_ordered_merges = True
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)

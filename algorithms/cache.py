@@ -187,6 +187,8 @@ def _flatten(prefix: str, record, arrays: dict, scalars: dict, types: dict) -> N
 
 
 def _vocabulary_meta(vocab: Vocabulary) -> dict:
+    from .compiled import rank_order_break
+
     return {
         "class": "CachedVocabulary",
         "name": vocab.name,
@@ -202,6 +204,7 @@ def _vocabulary_meta(vocab: Vocabulary) -> dict:
         "source": vocab.source,
         "fingerprint": vocab.fingerprint,
         "dead_merges": int(getattr(vocab, "_dead_merges", 0)),
+        "rank_order_break": rank_order_break(vocab),
     }
 
 
@@ -387,6 +390,8 @@ def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVoc
         _token_bytes=tables.token_bytes, _token_start=tables.token_start, _tokens=None,
         _merge_columns=merge_columns, _merges=() if meta["rule"] == "merges" else None,
     )
+    if "rank_order_break" in meta:  # caches written before it was stored compute it when asked
+        vocab.__dict__["_rank_order_break"] = meta["rank_order_break"]
     short = {name.split(".", 1)[1]: arr for name, arr in arrays.items() if name.startswith("short_piece.")}
     if set(short) == _short_piece_table_names():
         vocab.__dict__["_short_piece_tables"] = short

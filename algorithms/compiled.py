@@ -16,7 +16,9 @@ Built once per vocabulary (``compile_vocabulary``) and memoised on it:
 valid encoding?" by undoing merges at the boundary, latest first, and checking
 that BPE would never have merged across it: a handful of lookups, never a
 re-encode. ``derive_splits`` uses it to reduce every token to its unique split.
-Both are exact and linear in the vocabulary size (times the token length).
+Both are exact and linear in the vocabulary size (times the token length) as long as
+BPE applies the vocabulary's merges in priority order; ``rank_order_break`` finds the
+vocabularies where it does not (encoders built on these tables then refuse them).
 """
 
 from __future__ import annotations
@@ -278,3 +280,107 @@ def compile_vocabulary(vocab) -> Tables:
 def derive_splits(vocab) -> tuple[np.ndarray, np.ndarray]:
     tables = compile_vocabulary(vocab)
     return tables.split_left, tables.split_right
+
+
+# ----------------------------------------------------------------------------- merge order
+def rank_order_break(vocab) -> str | None:
+    """None when BPE applies the merges of ``vocab`` in priority order on every input; else
+    one line showing a token whose own bytes BPE merges out of order (memoised).
+
+    The derivation above, ``compatible`` and every encoder built on them assume that a
+    token is formed after its parts (its merge's priority is not lower than theirs). A
+    ranks file can break that: with ``bc`` ranked after ``abc``, BPE still forms ``abc``
+    from ``a`` + ``bc`` (the pair merges as soon as ``bc`` exists), but the derivation
+    marks ``abc`` unreachable. Then the output of BPE depends on when a part was formed,
+    which no static priority describes, so those encoders would give wrong ids.
+
+    Exact and cheap: BPE forms a token the same way wherever it occurs (the merges inside
+    its span are those of its bytes alone), and if some token's bytes are merged out of
+    order, the first such token in priority order is one the derivation left unformed
+    (ranks) or formed from another pair (merges). So only those candidates are re-encoded
+    by the reference, none at all for the shipped vocabularies.
+    """
+    memo = vocab.__dict__
+    if "_rank_order_break" not in memo:
+        memo["_rank_order_break"] = _find_rank_order_break(vocab)
+    return memo["_rank_order_break"]
+
+
+def _find_rank_order_break(vocab) -> str | None:
+    tables = compile_vocabulary(vocab)
+    usable = np.ones(len(tables.token_len), dtype=np.bool_)  # not vocab.tokens: a cached one builds that list
+    usable[list(vocab.excluded)] = False
+    candidates = set(np.flatnonzero((tables.priority >= NEVER) & (tables.token_len > 1) & usable).tolist())
+    if vocab.rule == "merges":
+        formed = tables.priority < NEVER
+        for (x, y), (_, t) in vocab.merges.items():
+            if formed[x] and formed[y] and (tables.split_left[t] != x or tables.split_right[t] != y):
+                candidates.add(t)
+    if not candidates:
+        return None
+    from .errors import BpebenchError
+    from .naive import bpe_reference
+
+    tokens = vocab.tokens
+    for t in sorted(candidates):
+        applied: list = []
+        try:
+            if bpe_reference(vocab, tokens[t], applied) != [t]:
+                continue
+        except BpebenchError:  # a byte that is not a token: BPE never sees these bytes
+            continue
+        highest = applied[0][0], applied[0][3]  # (priority, token) of the latest-priority merge so far
+        for merge_priority, left, right, merged in applied:
+            if merge_priority < highest[0]:
+                return (f"in {tokens[t]!r}, BPE merges {tokens[left]!r} + {tokens[right]!r} (priority"
+                        f" {merge_priority}) after forming {tokens[highest[1]]!r} (priority {highest[0]}):"
+                        " merges run out of priority order")
+            highest = max(highest, (merge_priority, merged))
+        # in order, yet not what the derivation found: never expected; refuse rather than guess
+        _, left, right, _ = applied[-1]
+        if tables.split_left[t] != left or tables.split_right[t] != right:
+            return f"BPE forms {tokens[t]!r} from {tokens[left]!r} + {tokens[right]!r}, not as derived"
+    return None
+
+
+def require_ordered_merges(vocab, who: str) -> None:
+    """Raise UnsupportedVocabulary when ``vocab`` breaks the merge order ``who`` relies on."""
+    reason = rank_order_break(vocab)
+    if reason is not None:
+        from .errors import UnsupportedVocabulary
+
+        raise UnsupportedVocabulary(f"{who} cannot encode {vocab.name} exactly: {reason} (heap and naive can)")
+
+
+def live_merges(vocab) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(left, right, merged, priority) int64 arrays: every merge ``Vocabulary.merge`` may apply,
+    whether or not the derivation found it (what an encoder that follows the definition needs
+    when :func:`rank_order_break` is not None). O(total token length) dictionary lookups."""
+    if vocab.rule == "merges":
+        items = [(x, y, t, p) for (x, y), (p, t) in vocab.merges.items()]
+    else:
+        lookup, priority = vocab._lookup, vocab.priority
+        items = []
+        for token, t in lookup.items():
+            for k in range(1, len(token)):
+                x = lookup.get(token[:k])
+                if x is not None:
+                    y = lookup.get(token[k:])
+                    if y is not None:
+                        items.append((x, y, t, int(priority[t])))
+    arr = np.array(items, dtype=np.int64).reshape(-1, 4)
+    return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3]
+
+
+@njit(cache=True)
+def _fill_pair_table(lefts, rights, merged, capacity):
+    pair_keys = np.full(capacity, -1, dtype=np.int64)
+    pair_vals = np.full(capacity, -1, dtype=np.int32)
+    for i in range(len(lefts)):
+        _pair_insert(pair_keys, pair_vals, lefts[i], rights[i], merged[i])
+    return pair_keys, pair_vals
+
+
+def pair_table(lefts: np.ndarray, rights: np.ndarray, merged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(left, right) -> merged`` table of :class:`Tables` for the given merges."""
+    return _fill_pair_table(lefts, rights, merged, _capacity(len(lefts)))

@@ -33,9 +33,26 @@ class Encoder:
     capabilities: ClassVar[frozenset[str]] = frozenset({"exact"})
     #: lower is faster; the default algorithm is the exact one with the lowest value
     speed_rank: ClassVar[int] = 100
+    #: True when the encoder relies on BPE applying merges in priority order (compatibility
+    #: checks, derived splits): it then refuses vocabularies that break that order
+    needs_ordered_merges: ClassVar[bool] = False
 
     def __init__(self, vocabulary: Vocabulary) -> None:
+        if self.needs_ordered_merges:
+            from .compiled import require_ordered_merges
+
+            require_ordered_merges(vocabulary, self.name or type(self).__qualname__)
         self.vocabulary = vocabulary
+
+    @classmethod
+    def unsupported_reason(cls, vocabulary: Vocabulary) -> str | None:
+        """Why this encoder refuses ``vocabulary`` (raising ``UnsupportedVocabulary`` when built
+        on it), or None when it encodes it."""
+        if cls.needs_ordered_merges:
+            from .compiled import rank_order_break
+
+            return rank_order_break(vocabulary)
+        return None
 
     @classmethod
     def is_exact(cls) -> bool:

@@ -20,3 +20,7 @@ class UnknownNameError(BpebenchError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
+
+
+class UnsupportedVocabulary(BpebenchError):
+    """An encoder that cannot encode this vocabulary exactly and refuses it (see its message)."""

@@ -96,7 +96,7 @@ from . import aot as _aot
 from .jit import njit, on_materialise
 
 from .backtracking import backtrack_piece
-from .compiled import fnv1a, bytes_lookup
+from .compiled import bytes_lookup, fnv1a, rank_order_break
 from .matching import Matcher, spelled_token
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
 from .short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
@@ -332,7 +332,7 @@ def unsupported_reason(vocab) -> str | None:
         return f"pattern {vocab.pattern!r} has no compiled pre-tokenizer"
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
-    return None
+    return rank_order_break(vocab)
 
 
 #: Python keeps one shared int object for each of -5..256: ``tolist`` allocates nothing for those

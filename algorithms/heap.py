@@ -11,7 +11,11 @@ Entries are deleted lazily: a popped entry is applied only if the pair now at
 its position still merges with the popped priority (the pair may have been
 merged away or changed since it was pushed). Every current pair always has an
 entry with its current key, so the pops follow exactly the reference's order.
-Exact: equals ``naive``.
+Exact: equals ``naive``. Usually the pairs that merge are the derived splits (one per
+token); for a vocabulary whose merges run out of priority order
+(``compiled.rank_order_break``) the splits miss some, so the heap then takes every
+merge the definition allows and stays exact where the compatibility-based encoders
+refuse.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 from .jit import njit
 
-from .compiled import compile_vocabulary, pair_lookup
+from .compiled import compile_vocabulary, live_merges, pair_lookup, pair_table, rank_order_break
 from .encoder import PiecewiseEncoder
-from .matching import build_matcher, merge_rank
+from .matching import build_matcher, merge_rank, merge_ranks
 from .registry import register_encoder
 from .vocabulary import Vocabulary
 
@@ -144,9 +148,16 @@ class HeapEncoder(PiecewiseEncoder):
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         super().__init__(vocabulary)
-        self.tables = compile_vocabulary(vocabulary)
+        tables = compile_vocabulary(vocabulary)
         self.matcher = build_matcher(vocabulary)
+        self._pair_keys, self._pair_vals, self._byte_token = tables.pair_keys, tables.pair_vals, tables.byte_token
+        if rank_order_break(vocabulary) is not None:
+            # the derived splits miss merges BPE applies out of order: take every merge the
+            # definition allows instead (any pair spelling a token, or every listed merge)
+            left, right, merged, priority = live_merges(vocabulary)
+            self._pair_keys, self._pair_vals = pair_table(left, right, merged)
+            pairs, pair_filter = merge_ranks(left, right, priority)
+            self.matcher = self.matcher._replace(pairs=pairs, pair_filter=pair_filter)
 
     def _kernel(self, data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> int:
-        t = self.tables
-        return heap_pieces(self.matcher, t.pair_keys, t.pair_vals, t.byte_token, data, offsets, out)
+        return heap_pieces(self.matcher, self._pair_keys, self._pair_vals, self._byte_token, data, offsets, out)

@@ -45,6 +45,7 @@ import numpy as np
 from .jit import njit
 
 from .backtracking import backtrack_piece
+from .compiled import require_ordered_merges
 from .errors import BpebenchError
 from .encoder import Encoder, as_byte_array, check_encodable
 from .matching import Trie, build_matcher
@@ -127,6 +128,7 @@ class IntervalEncoding:
     def __init__(self, vocabulary: Vocabulary | Encoder, data) -> None:
         if isinstance(vocabulary, Encoder):
             vocabulary = vocabulary.vocabulary
+        require_ordered_merges(vocabulary, "IntervalEncoding")
         self.vocabulary = vocabulary
         self._matcher = m = build_matcher(vocabulary)
         arr = as_byte_array(data)
@@ -233,6 +235,7 @@ class IntervalEncoder(Encoder):
     summary = "exact: prefix and suffix last-token tables; any slice's count in O(1) after O(n) preprocessing"
     capabilities = frozenset({"exact", "interval"})
     speed_rank = 60
+    needs_ordered_merges = True
 
     def interval_encoding(self, data) -> IntervalEncoding:
         """Preprocess ``data`` for slice counts (what the "interval" capability promises)."""

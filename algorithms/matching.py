@@ -580,10 +580,23 @@ def _pack_merges(tables, next_prefix: np.ndarray, next_suffix: np.ndarray) -> tu
     rows[:, 3] = tables.token_len
     rows[:, 4] = next_prefix
     rows[:, 5] = next_suffix
+    return rows, _fill_pairs(tables.split_left, tables.split_right, rank.astype(np.int64), _pairs_capacity(n))
+
+
+def _pairs_capacity(n: int) -> int:
     capacity = 1024
     while capacity < 2 * n:
         capacity *= 2
-    return rows, _fill_pairs(tables.split_left, tables.split_right, rank.astype(np.int64), capacity)
+    return capacity
+
+
+def merge_ranks(left: np.ndarray, right: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, pair_filter) that ``merge_rank`` reads, for the merges ``left[i] right[i]`` at
+    ``priority[i]`` (replaced by their dense rank)."""
+    _, rank = np.unique(priority, return_inverse=True)
+    pairs = _fill_pairs(left.astype(np.int32), right.astype(np.int32), rank.astype(np.int64),
+                        _pairs_capacity(len(left)))
+    return pairs, _pair_filter(pairs)
 
 
 @njit(cache=True, inline="always")

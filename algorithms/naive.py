@@ -25,8 +25,11 @@ from .registry import register_encoder
 _NO_MERGE = 1 << 62  # priority of a pair that may not merge
 
 
-def bpe_reference(vocabulary, data: bytes) -> list[int]:
-    """The BPE encoding of ``data`` under ``vocabulary``, by the definition."""
+def bpe_reference(vocabulary, data: bytes, applied: list | None = None) -> list[int]:
+    """The BPE encoding of ``data`` under ``vocabulary``, by the definition.
+
+    ``applied``, when given, receives ``(priority, left, right, merged)`` for every merge
+    in the order BPE applies them."""
     byte_token = vocabulary.byte_token
     parts = [int(byte_token[b]) for b in data]
     if -1 in parts:
@@ -51,6 +54,8 @@ def bpe_reference(vocabulary, data: bytes) -> list[int]:
         if best == _NO_MERGE:
             break
         i = pair_priority.index(best)  # the leftmost of the best
+        if applied is not None:
+            applied.append((best, parts[i], parts[i + 1], pair_result[i]))
         parts[i : i + 2] = [pair_result[i]]
         del pair_priority[i], pair_result[i]
         if i > 0:

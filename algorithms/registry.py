@@ -86,9 +86,11 @@ def get_encoder_class(name: str) -> type[Encoder]:
         raise UnknownNameError("algorithm", name, encoder_names()) from None
 
 
-def default_encoder_name() -> str:
-    """The fastest registered exact encoder."""
+def default_encoder_name(vocabulary=None) -> str:
+    """The fastest registered exact encoder (that accepts ``vocabulary``, when given)."""
     exact = [n for n in encoder_names() if _REGISTRY[n].is_exact()]
+    if vocabulary is not None:
+        exact = [n for n in exact if _REGISTRY[n].unsupported_reason(vocabulary) is None] or exact
     return exact[0]
 
 

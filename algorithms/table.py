@@ -113,6 +113,7 @@ class TableEncoder(PiecewiseEncoder):
     summary = "exact: last token of every prefix by DP over tokens ending there + compatibility (O(n·m), numba)"
     capabilities = frozenset({"exact"})
     speed_rank = 30
+    needs_ordered_merges = True
     counts_without_output = True
 
     def __init__(self, vocabulary: Vocabulary) -> None:

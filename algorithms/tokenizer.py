@@ -66,7 +66,8 @@ class Tokenizer:
     Args:
         vocabulary: the Vocabulary, or a built-in name or path given to
             ``algorithms.loaders.load_vocabulary``.
-        algorithm: an encoder name, an Encoder instance, or None for the fastest exact one.
+        algorithm: an encoder name, an Encoder instance, or None for the fastest exact one that
+            accepts the vocabulary (``heap`` when its merges run out of priority order).
         pretokenizer: None for the fastest exact choice (the compiled pre-tokenizer, fused
             with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
             reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
@@ -90,7 +91,7 @@ class Tokenizer:
         if isinstance(algorithm, Encoder):
             self.encoder = algorithm
         else:
-            self.encoder = make_encoder(algorithm or default_encoder_name(), vocabulary)
+            self.encoder = make_encoder(algorithm or default_encoder_name(vocabulary), vocabulary)
         compiled_name = supported_pattern(vocabulary) if vocabulary.pattern else None
         if pretokenizer == "compiled" and compiled_name is None:
             raise BpebenchError(

@@ -27,7 +27,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from .errors import VocabularyError
+from .errors import BpebenchError, VocabularyError
 
 MergeRule = Literal["ranks", "merges"]
 
@@ -233,7 +233,21 @@ class Vocabulary:
         lengths = np.fromiter((len(t) for t in self.tokens), dtype=np.int64, count=len(self.tokens))
         excluded = np.zeros(len(self.tokens), dtype=bool)
         excluded[list(self.excluded)] = True
-        return np.flatnonzero((left < 0) & (lengths > 1) & ~excluded)
+        ids = np.flatnonzero((left < 0) & (lengths > 1) & ~excluded)
+        from .compiled import rank_order_break
+
+        if len(ids) and rank_order_break(self) is not None:
+            # the derivation misses tokens that merges out of priority order form: ask the definition
+            ids = np.array([i for i in ids.tolist() if not self._produces_itself(i)], dtype=np.int64)
+        return ids
+
+    def _produces_itself(self, token_id: int) -> bool:
+        from .naive import bpe_reference
+
+        try:
+            return bpe_reference(self, self.tokens[token_id]) == [token_id]
+        except BpebenchError:  # a byte that is not a token
+            return False
 
     def problems(self) -> list[str]:
         """Plain-language list of what is wrong with this vocabulary (empty when it is sound)."""
@@ -259,6 +273,12 @@ class Vocabulary:
                 f"{len(unreachable)} tokens cannot be derived by merging two earlier tokens, so BPE never"
                 f" produces them (e.g. {shown})"
             )
+        from .compiled import rank_order_break
+
+        out_of_order = rank_order_break(self)
+        if out_of_order:
+            problems.append(f"{out_of_order}; encoders built on compatibility checks (backtracking, table,"
+                            " appending, prepending, interval) refuse it, heap and naive encode it exactly")
         ordinary = set(range(len(self.tokens))) - set(self.excluded)
         collisions = sorted(set(self.special_tokens.values()) & ordinary)
         if collisions:

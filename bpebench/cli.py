@@ -83,7 +83,7 @@ def _tokenizer(args):
         if encoder is None:
             from algorithms.registry import default_encoder_name
 
-            encoder = make_encoder(default_encoder_name(), vocab)
+            encoder = make_encoder(default_encoder_name(vocab), vocab)
         return vocab, encoder, None
     return vocab, None, Tokenizer(vocab, algorithm=args.algorithm)
 

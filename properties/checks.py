@@ -41,7 +41,7 @@ from algorithms.encoder import Encoder
 from algorithms.vocabulary import Vocabulary
 
 from . import adapters, oracles
-from .guard import CheckFailed, GuardedEncoder, construct, guarded_call, shown
+from .guard import CheckFailed, GuardedEncoder, VocabularyRefused, construct, guarded_call, refusal, shown
 from .strategies import PINNED, pipeline_texts, vocabulary_and_input, vocabulary_specs
 from .vocabularies import alphabet_of, producible_ids, resolve, trained_spec
 
@@ -73,9 +73,14 @@ class Context:
     def encoder(self, spec: str) -> GuardedEncoder:
         enc = self._encoders.get(spec)
         if enc is None:
+            vocab = self.vocab(spec)
+            reason = refusal(self.cls, vocab)
+            if reason is not None:
+                raise VocabularyRefused(f"{getattr(self.cls, 'name', '') or self.cls.__qualname__} refuses"
+                                        f" vocabulary {vocab.name}: {reason}")
             if len(self._encoders) >= self._cache_size:
                 self._encoders.pop(next(iter(self._encoders)))
-            enc = construct(self.cls, self.vocab(spec), timeout=self.build_timeout, probe=self.probe, spec=spec)
+            enc = construct(self.cls, vocab, timeout=self.build_timeout, probe=self.probe, spec=spec)
             enc.timeout = self.call_timeout
             self._encoders[spec] = enc
         return enc

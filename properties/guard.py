@@ -51,6 +51,24 @@ class CallTimeout(CheckFailed):
     """An encoder call ran longer than the per-call CPU-time limit."""
 
 
+class VocabularyRefused(Exception):
+    """The encoder declares (``unsupported_reason``) that it cannot encode this vocabulary exactly.
+
+    Not a failure: the kit draws another vocabulary (hypothesis ``reject``) and says how many
+    it refused; a replayed example on such a vocabulary reports ``n/a`` with the reason."""
+
+
+def refusal(cls, vocab: Vocabulary, spec: str = "") -> str | None:
+    """The one-line reason ``cls`` gives for refusing ``vocab``, or None (also for classes that
+    do not declare ``unsupported_reason``)."""
+    declared = getattr(cls, "unsupported_reason", None)
+    if not callable(declared):
+        return None
+    name = getattr(cls, "__qualname__", repr(cls))
+    reason = guarded_call(f"{name}.unsupported_reason({vocab.name})", declared, vocab, timeout=None)
+    return None if reason is None else str(reason)
+
+
 def shown(data: bytes, limit: int = 80) -> str:
     """``repr`` of bytes, shortened in the middle for one-line messages."""
     if len(data) <= limit:

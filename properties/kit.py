@@ -36,7 +36,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
-from hypothesis import Verbosity, example, given, settings
+from hypothesis import Verbosity, example, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
@@ -46,7 +46,7 @@ from algorithms.errors import BpebenchError, UnknownNameError
 from . import oracles
 from .adapters import Incremental
 from .checks import CHECKS, RANDOM, Context, approximate_report, main_bytes, payload_to_json
-from .guard import CheckFailed, Probe, shown
+from .guard import CheckFailed, Probe, VocabularyRefused, refusal, shown
 from .settings import load_profile
 from .strategies import inputs, vocabulary_specs
 from .vocabularies import available, resolve, short_name
@@ -160,7 +160,7 @@ def _longest_tokens(vocab, n: int = 32) -> list[bytes]:
     return cached
 
 
-def _incremental_machine(ctx: Context, kind: str, direction: str, record):
+def _incremental_machine(ctx: Context, kind: str, direction: str, record, refused):
     def fresh_count(vocab, data):
         return len(oracles.reference(vocab, data))
 
@@ -190,7 +190,11 @@ def _incremental_machine(ctx: Context, kind: str, direction: str, record):
             def build():
                 self.session = Incremental(ctx.encoder(spec), direction)
 
-            self._guard(build)
+            try:
+                self._guard(build)
+            except VocabularyRefused as exc:
+                refused.append(str(exc))
+                reject()
 
         @rule(data=st.data())
         def push(self, data):
@@ -251,6 +255,11 @@ def run_check(
         reason = check.applies(cls, kind)
     except BpebenchError as exc:
         reason = str(exc)
+    if not reason and kind != RANDOM:
+        try:
+            reason = refusal(cls, resolve(kind))
+        except CheckFailed as exc:
+            return result(passed=False, message=str(exc))
     if reason:
         return result(passed=None, message=reason)
     ctx = ctx or Context(cls, call_timeout=call_timeout, build_timeout=build_timeout)
@@ -259,6 +268,7 @@ def run_check(
     if kind != RANDOM:
         n = max(3, int(n * check.real_fraction))
     found: dict = {}
+    refused: list[str] = []  # drawn vocabularies the encoder declared it cannot encode
 
     def record(payload: dict, message: str, data: bytes | None = None) -> None:
         found["payload"], found["message"], found["data"] = payload, message, data
@@ -267,7 +277,7 @@ def run_check(
                             stateful_step_count=STATEFUL_STEPS)
     try:
         if check.stateful:
-            machine = _incremental_machine(ctx, kind, check.stateful, record)
+            machine = _incremental_machine(ctx, kind, check.stateful, record, refused)
             run_state_machine_as_test(machine, settings=run_settings)
         else:
             def prop(payload: dict) -> None:
@@ -275,6 +285,9 @@ def run_check(
                     check.run(ctx, payload)
                 except HypothesisException:
                     raise
+                except VocabularyRefused as exc:
+                    refused.append(str(exc))
+                    reject()
                 except CheckFailed as exc:
                     if exc.data is not None and "data" not in payload and check_id == "token-bytes":
                         payload = {**payload, "data": exc.data}  # replay just the failing token
@@ -314,7 +327,10 @@ def run_check(
         return result(passed=False, counterexample=shown_bytes, message=message,
                       reproduce=reproduce_command(target, check_id, payload_json), example=payload_json,
                       expected_failure=expected)
-    return result(passed=True, message=f"{n} examples")
+    message = f"{n} examples"
+    if refused:
+        message += f"; {len(refused)} drawn vocabularies refused, e.g. {refused[0]}"
+    return result(passed=True, message=message)
 
 
 def replay(target, check_id: str, payload: dict, *, call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
@@ -342,6 +358,8 @@ def replay_here(cls, target: str, check_id: str, payload: dict, ctx: Context) ->
     passed, message, data = True, "the example passes", None
     try:
         check.run(ctx, payload)
+    except VocabularyRefused as exc:
+        passed, message = None, str(exc)
     except CheckFailed as exc:
         passed, message, data = False, str(exc), exc.data
     return CheckResult(check=check_id, encoder=getattr(cls, "name", "") or cls.__qualname__,

@@ -144,3 +144,49 @@ def test_split_at_n_measures_an_approximate_encoder_by_its_own_counts():
     assert len(bpe_reference(vocab, b"aab\x00")) == 2  # BPE fits the whole text in 2 tokens
     result = replay("greedy", "split-at-n", payload)
     assert result.passed, result.message
+
+
+#: found by hypothesis: with ``acab`` ranked after ``cacab``, BPE forms ``cacab`` from ``c + acab``
+OUT_OF_ORDER = ('{"vocab":"trained:rule=ranks,merges=9,alphabet=all,shuffle=0,reorder=1,text=616361626162626263626'
+                '161626162626361636262636163616261616163636162636162636163616262636162616361626261626363616163",'
+                '"seed":0,"data":{"hex":"6361636162"}}')
+
+
+def test_out_of_order_vocabulary_is_refused_not_failed_and_heap_passes():
+    """Regression (found by hypothesis): backtracking gave ``ca cab`` where BPE gives ``cacab``;
+    the compatibility encoders now refuse that vocabulary (n/a with the reason) and heap,
+    which follows the definition, passes the same example."""
+    from .kit import replay, run_check
+
+    payload = payload_from_json(OUT_OF_ORDER)
+    vocab = resolve(payload["vocab"])
+    assert bpe_reference(vocab, b"cacab") == [vocab.token_id(b"cacab")]
+    refused = replay("backtracking", "token-bytes", payload)
+    assert refused.passed is None and "out of priority order" in refused.message, refused.message
+    assert replay("heap", "token-bytes", payload).passed
+    # named as the vocabulary of a whole check, the refusal is n/a before anything runs
+    from algorithms.registry import get_encoder_class
+
+    result = run_check(get_encoder_class("table"), "equals-naive", payload["vocab"], max_examples=5)
+    assert result.passed is None and "refuses" not in result.message and "priority order" in result.message
+
+
+def test_drawn_vocabularies_an_encoder_refuses_are_redrawn_and_counted():
+    from algorithms.naive import NaiveEncoder
+
+    from .kit import run_check
+
+    class RefusesOddSizes(NaiveEncoder):
+        name = "refuses-odd"
+
+        @classmethod
+        def unsupported_reason(cls, vocabulary):
+            return "odd size" if len(vocabulary.tokens) % 2 else None
+
+        def __init__(self, vocabulary):
+            assert len(vocabulary.tokens) % 2 == 0, "built on a vocabulary it refuses"
+            super().__init__(vocabulary)
+
+    result = run_check(RefusesOddSizes, "equals-naive", "random", max_examples=30, target="refuses-odd")
+    assert result.passed, result.message
+    assert "drawn vocabularies refused, e.g. refuses-odd refuses vocabulary" in result.message

@@ -220,3 +220,22 @@ def test_merges_vocabulary_round_trips(cache_root):
     assert mapped.merges == built.merges and mapped.special_tokens == built.special_tokens
     data = "hello merges, café".encode()
     assert make_encoder("backtracking", mapped).encode(data) == bpe_reference(built, data)
+
+
+def test_out_of_order_ranks_survive_the_cache(tmp_path, cache_root):
+    """A ranks file where ``abc`` (rank 256) forms from ``a`` + ``bc`` (rank 257): the mapped copy
+    still knows, so backtracking refuses it and heap equals the reference."""
+    from algorithms.compiled import rank_order_break
+    from algorithms.errors import UnsupportedVocabulary
+
+    tokens = [bytes([b]) for b in range(256)] + [b"abc", b"bc"]
+    source = tmp_path / "late.tiktoken"
+    source.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens)))
+    built = cache.cached_vocabulary(source, "test:late", lambda: load_tiktoken(source))
+    mapped = cache.cached_vocabulary(source, "test:late", lambda: pytest.fail("should be mapped"))
+    assert isinstance(mapped, cache.CachedVocabulary)
+    assert "_rank_order_break" in mapped.__dict__  # read from the file, not recomputed
+    assert rank_order_break(mapped) == rank_order_break(built) and "b'abc'" in rank_order_break(mapped)
+    with pytest.raises(UnsupportedVocabulary):
+        make_encoder("backtracking", mapped)
+    assert make_encoder("heap", mapped).encode(b"xabcbc") == bpe_reference(built, b"xabcbc") == [120, 256, 257]

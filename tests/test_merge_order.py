@@ -1,0 +1,137 @@
+"""Vocabularies whose merges run out of priority order (``compiled.rank_order_break``).
+
+With ``bc`` ranked after ``abc``, BPE on ``abc`` merges ``b c`` (rank 4) and then
+``a bc`` (rank 3), a lower rank after a higher one. The derived splits and every
+compatibility check assume the opposite, so the encoders built on them refuse such a
+vocabulary with one clear error; ``heap`` follows the definition and stays exact, and
+the Tokenizer picks it. Oracles: hand-worked examples, the ``naive`` reference, and a
+brute-force scan of every token's own merge history.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from algorithms.appending import AppendableEncoder, PrependableEncoder
+from algorithms.compiled import rank_order_break
+from algorithms.errors import UnsupportedVocabulary
+from algorithms.fast_pipeline import unsupported_reason
+from algorithms.interval import IntervalEncoding
+from algorithms.loaders import load_vocabulary
+from algorithms.naive import bpe_reference
+from algorithms.registry import get_encoder_class, make_encoder
+from algorithms.tokenizer import Tokenizer
+from algorithms.vocabulary import Vocabulary
+from properties.vocabularies import train_bpe
+
+REFUSING = ["backtracking", "table", "appending", "prepending", "interval"]
+
+
+def late_part_ranks() -> Vocabulary:
+    """``abc`` (rank 3) forms from ``a`` + ``bc`` (rank 4)."""
+    return Vocabulary.from_ranks([b"a", b"b", b"c", b"abc", b"bc"], name="late-part-ranks")
+
+
+def late_part_merges() -> Vocabulary:
+    """The same with a merge list: ``a bc -> abc`` is listed before ``b c -> bc``."""
+    tokens = [b"a", b"b", b"c", b"bc", b"abc"]
+    merges = {(0, 3): (0, 4), (1, 2): (1, 3)}
+    priority = np.array([-1, -1, -1, 1, 0], dtype=np.int64)
+    return Vocabulary(name="late-part-merges", tokens=tokens, priority=priority, rule="merges", merges=merges)
+
+
+def strings(alphabet: bytes, longest: int):
+    for n in range(1, longest + 1):
+        for t in itertools.product(alphabet, repeat=n):
+            yield bytes(t)
+
+
+@pytest.mark.parametrize("make", [late_part_ranks, late_part_merges])
+def test_hand_worked_out_of_order_merge_is_found(make):
+    vocab = make()
+    abc = vocab.token_id(b"abc")
+    assert bpe_reference(vocab, b"abc") == [abc]  # b c first, then a bc: worked by hand above
+    reason = rank_order_break(vocab)
+    assert reason is not None and "b'abc'" in reason and "b'bc'" in reason
+    assert list(vocab.unreachable) == []  # abc is produced, although the derivation missed it
+    assert any("out of priority order" in p for p in vocab.problems())
+
+
+@pytest.mark.parametrize("make", [late_part_ranks, late_part_merges])
+def test_compatibility_encoders_refuse_with_the_reason(make):
+    vocab = make()
+    for name in REFUSING:
+        assert get_encoder_class(name).unsupported_reason(vocab) == rank_order_break(vocab)
+        with pytest.raises(UnsupportedVocabulary, match=f"{name} cannot encode .*out of priority order"):
+            get_encoder_class(name)(vocab)
+    for build in (AppendableEncoder, PrependableEncoder):
+        with pytest.raises(UnsupportedVocabulary):
+            build(vocab)
+    with pytest.raises(UnsupportedVocabulary):
+        IntervalEncoding(vocab, b"abc")
+    assert unsupported_reason(vocab) is not None  # no fused pipeline either
+
+
+@pytest.mark.parametrize("make", [late_part_ranks, late_part_merges])
+def test_heap_and_tokenizer_follow_the_definition(make):
+    vocab = make()
+    heap = make_encoder("heap", vocab)
+    for data in strings(b"abc", 7):
+        assert heap.encode(data) == bpe_reference(vocab, data), data
+    tokenizer = Tokenizer(vocab)
+    assert tokenizer.encoder.name == "heap" and not tokenizer.fused
+    assert tokenizer.encode("abcabcbca") == bpe_reference(vocab, b"abcabcbca")
+
+
+def test_shipped_vocabularies_keep_merges_in_order():
+    for name in ("cl100k_base", "o200k_base"):
+        vocab = load_vocabulary(name)
+        assert rank_order_break(vocab) is None
+        assert Tokenizer(vocab).fused
+
+
+def _out_of_order_tokens(vocab) -> list[int]:
+    """Brute force: every token whose own bytes BPE merges with a priority below an earlier one."""
+    found = []
+    for t, token in enumerate(vocab.tokens):
+        applied: list = []
+        if len(token) < 2 or bpe_reference(vocab, token, applied) != [t]:
+            continue
+        priorities = [a[0] for a in applied]
+        if any(b < a for a, b in zip(itertools.accumulate(priorities, max), priorities[1:])):
+            found.append(t)
+    return found
+
+
+def test_detection_matches_brute_force_and_encoders_stay_exact():
+    """Trained vocabularies with shuffled merge orders (both rules, dropped and re-split merges):
+    the break is reported exactly when some token merges out of order; heap always equals the
+    reference, and backtracking does whenever it accepts the vocabulary."""
+    rng = random.Random(3)
+    breaks = 0
+    for _ in range(150):
+        alphabet = b"abc"[: rng.randint(2, 3)]
+        texts = [alphabet] + [bytes(rng.choice(alphabet) for _ in range(rng.randint(20, 120)))
+                              for _ in range(rng.randint(1, 4))]
+        rule = rng.choice(["ranks", "ranks", "merges"])  # reordered ranks break most often
+        options = dict(merges=rng.randint(20, 60), rule=rule, alphabet="text", reorder=rng.randint(0, 4),
+                       shuffle=rng.randint(0, 3))
+        if rule == "merges":
+            options.update(drop=rng.choice([0, 0, 1, 2]), resplit=rng.choice([0, 0, 1, 2]))
+        vocab = train_bpe(texts, **options)
+        reason = rank_order_break(vocab)
+        assert (reason is not None) == bool(_out_of_order_tokens(vocab)), options
+        breaks += reason is not None
+        heap = make_encoder("heap", vocab)
+        backtracking = None if reason else make_encoder("backtracking", vocab)
+        for _ in range(25):
+            data = bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+            want = bpe_reference(vocab, data)
+            assert heap.encode(data) == want, (options, texts, data)
+            if backtracking is not None:
+                assert backtracking.encode(data) == want, (options, texts, data)
+    assert breaks >= 2  # the sample does exercise the refusal (about 5% of reordered ranks vocabularies)
