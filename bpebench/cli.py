@@ -151,12 +151,16 @@ def cmd_sample(args) -> int:
     print(f"vocabulary {vocab.name}, {len(text.encode())} bytes, naive gives {len(reference)} tokens")
     print(f"{'algorithm':<14} {'kind':<12} {'tokens':>7} {'== naive':>9} {'time (ms)':>10}")
     for name in encoder_names():
+        kind = "exact" if get_encoder_class(name).is_exact() else "approximate"
+        refused = get_encoder_class(name).unsupported_reason(vocab)
+        if refused:
+            print(f"{name:<14} {kind:<12} refuses this vocabulary: {refused}")
+            continue
         tok = Tokenizer(vocab, algorithm=name)
         tok.encode_ordinary(text)  # warm-up (compilation, tables)
         start = time.perf_counter()
         ids = tok.encode_ordinary(text)
         elapsed = (time.perf_counter() - start) * 1e3
-        kind = "exact" if get_encoder_class(name).is_exact() else "approximate"
         same = "yes" if ids == reference else "NO"
         print(f"{name:<14} {kind:<12} {len(ids):>7} {same:>9} {elapsed:>10.3f}")
     return 0

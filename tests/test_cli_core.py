@@ -183,3 +183,18 @@ def test_decode_and_its_errors(capsys, monkeypatch):
     assert_one_line_error(code, err, "token id 999999 is out of range")
     code, _, err = run(capsys, "decode", "--vocab", "o200k_base", "12", "x1")
     assert_one_line_error(code, err, "not a token id: 'x1'")
+
+
+def test_vocabulary_with_merges_out_of_order(tmp_path, capsys):
+    """``abc`` ranked before its part ``bc``: backtracking refuses in one line, the default
+    (heap) encodes it like the reference, and ``sample`` lists the refusals and goes on."""
+    tokens = [bytes([b]) for b in range(256)] + [b"abc", b"bc"]
+    path = tmp_path / "late.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens)))
+    code, out, err = run(capsys, "encode", "--vocab", str(path), "--algorithm", "backtracking", "xabcbc")
+    assert_one_line_error(code, err, "backtracking cannot encode", "out of priority order")
+    code, out, err = run(capsys, "encode", "--vocab", str(path), "xabcbc")
+    assert code == 0 and out.split() == ["120", "256", "257"]  # x abc bc: b c, then a bc (hand-worked)
+    code, out, err = run(capsys, "sample", "--vocab", str(path))
+    assert code == 0 and "table          exact        refuses this vocabulary" in out
+    assert any(line.startswith("heap") and line.split()[-2] == "yes" for line in out.splitlines())
