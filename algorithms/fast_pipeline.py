@@ -96,7 +96,7 @@ from typing import NamedTuple
 
 import numpy as np
 from . import aot as _aot
-from .jit import njit, on_materialise
+from .jit import njit
 
 from .backtracking import backtrack_piece
 from .compiled import bytes_lookup, fnv1a, rank_order_break
@@ -276,42 +276,11 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
     return n_out
 
 
-# ----------------------------------------------------------------------------- numba cache freshness
-#: modules whose numba code is compiled into the kernels above
+# ----------------------------------------------------------------------------- kernel sources
+#: modules whose numba code is compiled into the kernels above (the ahead-of-time module's
+#: key hashes them; ``jit`` makes numba's disk cache follow every kernel module)
 _KERNEL_SOURCES = ("backtracking.py", "matching.py", "compiled.py", "pretokenize_compiled.py", "unicode_table.py",
                    "short_piece.py")
-
-
-def _stamp_kernels_with_their_sources() -> None:
-    """Make numba's on-disk cache of this module's kernels stale when a module they call changes.
-
-    numba stamps a cached function with its own file only, yet the machine code of
-    ``backtrack_piece`` or ``next_piece_end`` is compiled into these kernels: after an
-    edit of ``backtracking.py`` the cached kernel would silently keep the old code.
-    The stamp is extended with the contents of those files. This touches numba
-    internals (``Dispatcher._cache._cache_file._source_stamp``, numba 0.5x-0.6x);
-    where they differ, it does nothing and the old behaviour remains.
-    """
-    import hashlib
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for name in _KERNEL_SOURCES:
-        try:
-            digest.update(name.encode() + (here / name).read_bytes())
-        except OSError:
-            digest.update(name.encode())
-    extra = digest.hexdigest()
-    for kernel in (_whole_token, _new_memo, _memo_find, _encode_text, _merge_scratch, encode_utf8,
-                   encode_utf8_batch):
-        cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
-        stamp = getattr(cache_file, "_source_stamp", None)
-        if stamp is not None:
-            cache_file._source_stamp = (stamp, extra)
-
-
-on_materialise(_stamp_kernels_with_their_sources)  # when numba makes the dispatchers, not at import
 
 
 # ----------------------------------------------------------------------------- Python front end

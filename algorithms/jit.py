@@ -15,8 +15,11 @@ anything not a dunder), :func:`materialise`:
 2. rebinds every module global that holds a proxy (in all loaded modules, so names
    imported with ``from .x import f`` too) to its dispatcher: numba types a
    caller's globals when it compiles it, and must find real dispatchers there;
-3. runs the hooks registered with :func:`on_materialise` (e.g. the fused
-   pipeline's cache stamp, which needs the dispatchers' ``_cache``).
+3. runs the hooks registered with :func:`on_materialise`.
+
+Every cached dispatcher of this package is stamped with the contents of all its
+kernel modules (:func:`_stamped`), so numba's disk cache never serves code compiled
+from an older version of a callee in another module.
 
 Afterwards ``njit`` returns real dispatchers directly, and proxies still held
 somewhere keep forwarding calls and attributes. ``NUMBA_DISABLE_JIT=1`` works as
@@ -26,6 +29,7 @@ before: numba's ``njit`` then returns the plain function, and so do the proxies.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from typing import Callable
@@ -98,10 +102,55 @@ def njit(*args, **options):
 def _wrap(func, options: dict):
     with _lock:
         if _numba_njit is not None:
-            return _numba_njit(**options)(func) if options else _numba_njit(func)
+            return _stamped(_numba_njit(**options)(func) if options else _numba_njit(func))
         proxy = LazyDispatcher(func, options)
         _pending.append(proxy)
         return proxy
+
+
+# ----------------------------------------------------------------------------- cache freshness
+_HERE = os.path.dirname(os.path.realpath(__file__))
+_kernel_digest: str | None = None
+
+
+def _kernel_sources_digest() -> str:
+    """sha256 of every module of this package that compiles numba code (those importing ``njit``)."""
+    global _kernel_digest
+    if _kernel_digest is None:
+        import hashlib
+        from pathlib import Path
+
+        digest = hashlib.sha256()
+        for path in sorted(Path(_HERE).glob("*.py")):
+            try:
+                text = path.read_bytes()
+            except OSError:
+                continue
+            if b"from .jit import njit" in text:
+                digest.update(path.name.encode() + b"\0" + text)
+        _kernel_digest = digest.hexdigest()
+    return _kernel_digest
+
+
+def _stamped(dispatcher):
+    """Make numba's on-disk cache of ``dispatcher`` stale when any kernel module changes.
+
+    numba stamps a cached function with its own file only, yet callees from other
+    modules are compiled into it: after an edit of ``matching.py`` the cached
+    ``backtrack_piece`` kept the old code (it once gave misleading timings). The stamp
+    is extended with the contents of every kernel module of this package, so an edit
+    anywhere recompiles every cached kernel once. This touches numba internals
+    (``Dispatcher._cache._cache_file._source_stamp``, numba 0.5x-0.6x); where they
+    differ, nothing changes. Functions from outside this package are left alone."""
+    module = sys.modules.get(getattr(getattr(dispatcher, "py_func", None), "__module__", "") or "")
+    source = getattr(module, "__file__", None)
+    if not source or os.path.dirname(os.path.realpath(source)) != _HERE:
+        return dispatcher
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    stamp = getattr(cache_file, "_source_stamp", None)
+    if stamp is not None:
+        cache_file._source_stamp = (stamp, _kernel_sources_digest())
+    return dispatcher
 
 
 def materialised() -> bool:
@@ -130,7 +179,7 @@ def materialise() -> None:
         for proxy in proxies:
             options = proxy._lazy_options
             func = proxy._lazy_py_func
-            proxy._lazy_dispatcher = numba.njit(**options)(func) if options else numba.njit(func)
+            proxy._lazy_dispatcher = _stamped(numba.njit(**options)(func) if options else numba.njit(func))
         real = {id(p): p._lazy_dispatcher for p in proxies}
         for module in list(sys.modules.values()):
             namespace = getattr(module, "__dict__", None)

@@ -315,3 +315,34 @@ def test_lazy_njit_imports_numba_on_first_call_and_rebinds_every_module():
     assert before == [False, True, True]
     assert ids == [24912, 2375]
     assert rebound and rebound_import and stamped and late_real and late_value == 2
+
+
+# ============================================================================= numba's disk cache follows callees
+CALLEE = "from .jit import njit\n\n\n@njit(cache=True)\ndef value():\n    return {}\n"
+CALLER = "from .jit import njit\nfrom .zz_callee import value\n\n\n@njit(cache=True)\ndef call():\n    return value()\n"
+
+
+def test_disk_cache_is_stale_once_a_callee_module_changes(tmp_path):
+    """A cached kernel calling into another module: after editing only the callee, numba's
+    own stamp (the caller's file) still matches, yet the result must be the new one."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("NUMBA_DISABLE_JIT=1: no compiled code at all")
+    import shutil
+
+    package = tmp_path / "algorithms"
+    shutil.copytree(REPO / "algorithms", package, ignore=shutil.ignore_patterns("__pycache__", "loaders"))
+    (package / "zz_caller.py").write_text(CALLER)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    script = "from algorithms.zz_caller import call; print(call())"
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    (package / "zz_callee.py").write_text(CALLEE.format(1))
+    assert run() == "1"
+    assert list((tmp_path / "numba").rglob("*zz_caller*.nbi"))  # the caller was cached on disk
+    (package / "zz_callee.py").write_text(CALLEE.format(2))
+    assert run() == "2"
