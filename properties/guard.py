@@ -58,7 +58,7 @@ class VocabularyRefused(Exception):
     it refused; a replayed example on such a vocabulary reports ``n/a`` with the reason."""
 
 
-def refusal(cls, vocab: Vocabulary, spec: str = "") -> str | None:
+def refusal(cls, vocab: Vocabulary) -> str | None:
     """The one-line reason ``cls`` gives for refusing ``vocab``, or None (also for classes that
     do not declare ``unsupported_reason``)."""
     declared = getattr(cls, "unsupported_reason", None)
