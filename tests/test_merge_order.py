@@ -135,3 +135,51 @@ def test_detection_matches_brute_force_and_encoders_stay_exact():
             if backtracking is not None:
                 assert backtracking.encode(data) == want, (options, texts, data)
     assert breaks >= 2  # the sample does exercise the refusal (about 5% of reordered ranks vocabularies)
+
+
+def _merge_list_vocabulary(name: str, tokens: list[bytes], merge_list: list[tuple[bytes, bytes]]) -> Vocabulary:
+    """A merges-rule vocabulary from a merge list in priority order (HF style: a token may be
+    the result of several merges; its priority is its first one)."""
+    ids = {t: i for i, t in enumerate(tokens)}
+    merges, priority = {}, np.full(len(tokens), -1, dtype=np.int64)
+    for rank, (left, right) in enumerate(merge_list):
+        merged = ids[left + right]
+        merges[(ids[left], ids[right])] = (rank, merged)
+        if priority[merged] < 0:
+            priority[merged] = rank
+    return Vocabulary(name=name, tokens=tokens, priority=priority, rule="merges", merges=merges)
+
+
+#: ``ab`` has no merge, so ``abc``'s first listed merge ``ab c`` never runs and ``abc`` forms
+#: from ``a bc``: after ``b c`` (in order) or before it (out of order)
+_TWO_MERGE_TOKENS = [b"a", b"b", b"c", b"ab", b"bc", b"abc"]
+
+
+@pytest.mark.parametrize("merge_list, out_of_order", [
+    ([(b"ab", b"c"), (b"b", b"c"), (b"a", b"bc")], False),
+    ([(b"ab", b"c"), (b"a", b"bc"), (b"b", b"c")], True),
+    ([(b"a", b"b"), (b"ab", b"c"), (b"b", b"c"), (b"a", b"bc")], False),
+])
+def test_a_token_formed_by_a_later_listed_merge(merge_list, out_of_order):
+    """The merges rule's own case: a token whose first listed merge never runs is formed by a
+    later listed one. In order, every encoder accepts the vocabulary; out of order, the
+    detection names the token (and the brute-force scan agrees). Every encoder that accepts
+    the vocabulary equals the reference on every string over ``abc`` up to 7 bytes."""
+    vocab = _merge_list_vocabulary("later-listed-merge", _TWO_MERGE_TOKENS, merge_list)
+    abc = vocab.token_id(b"abc")
+    assert bpe_reference(vocab, b"abc") == [abc]
+    reason = rank_order_break(vocab)
+    assert (reason is not None) == out_of_order, reason
+    assert (reason is not None) == bool(_out_of_order_tokens(vocab))
+    if out_of_order:
+        assert "b'abc'" in reason and "b'bc'" in reason
+    encoders = {"heap": make_encoder("heap", vocab)}
+    for name in REFUSING:
+        if out_of_order:
+            assert get_encoder_class(name).unsupported_reason(vocab) == reason
+        else:
+            encoders[name] = make_encoder(name, vocab)
+    for data in strings(b"abc", 7):
+        want = bpe_reference(vocab, data)
+        for name, encoder in encoders.items():
+            assert encoder.encode(data) == want, (name, data)
