@@ -50,6 +50,7 @@ after each change on the same arrays, best of 11; ``prose-en``, ``code-python`` 
   1 MB unsplittable piece;
 * building long id lists from shared int objects (``FusedPipeline.id_list``): 1.08-1.19x
   per call on prose and code, 1.03-1.07x on the 1 MB piece (``udhr-all`` keeps ``tolist``);
+  interleaved with another library's calls it depends on whether results are kept (see there);
 * reusing the thread's output and gather buffers instead of new arrays per call (whole
   calls interleaved with tiktoken's): 1.04-1.08x on o200k prose and code, 1.01-1.05x on cl100k;
 * for the 1 MB piece, in ``matching``: the two-byte start table (1.08x, then 1.02-1.08x for
@@ -69,7 +70,13 @@ sum of pieces that end before the next multi-byte character, no change (the 8% t
 the sum). Reading every table of the plan once after a tiktoken call, to pull it back
 into cache, left o200k ``prose-en`` at 8.4 ms against 8.5 ms without (7.2 ms in a loop of
 our own calls): the 50 MB of tables sit in the L3 cache either way, and what the other
-library's call evicts is our L2 and TLB working set, which no bulk read restores.
+library's call evicts is our L2 working set, which no bulk read restores.
+Tried on 2026-11-23 (kernel against kernel in one process, o200k prose and code, in a loop
+and after tiktoken calls): a 256 kB table of the short tokens among the first 8192 ids
+(82% of prose's one-token pieces) probed before the 8 MB one, 0.90-0.95x; copying every
+table over 200 kB into 2 MB pages (63 MB of ``AnonHugePages`` confirmed), 0.97-1.01x, so
+the TLB is not what an interleaved call loses; the 8-byte branch-free pack again, and
+inlining ``next_piece_end``, 0.96-1.04x.
 
 The hash lookup for pieces starting with a non-ASCII byte was slower than the trie
 walk (which fails after a byte or two on pieces that are not tokens), hence the
@@ -398,11 +405,20 @@ class FusedPipeline:
         ``tolist`` allocates a new int object per id (~20 ns; ids above 256 are not
         cached by Python) and the caller frees them all again. Long outputs instead take
         references to one int object per token id, made once per pipeline (~5 ms and
-        ~8 MB for o200k, on first use). Measured on o200k outputs: 10.8 -> 4.9 ms for the
+        ~8 MB for o200k, on first use). Measured on o200k outputs when it was added: 10.8 -> 4.9 ms for the
         519k ids of a 1 MB unsplittable piece, 1.7 -> 0.9 ms for English prose. Not used
         below ``GATHER_MIN`` ids (``take`` costs ~0.35 us per call) nor when most ids are
         at most 256 (Python's cached small ints: 72% of ``udhr-all``'s ids, where the
-        gather made the whole call 6% slower)."""
+        gather made the whole call 6% slower).
+
+        It is a trade, not a free win (whole o200k calls, one process, 2026-11-23): the
+        gather reads one int object per distinct id, and after another library's call those
+        are out of the cache, while ``tolist`` writes new ints into the memory Python just
+        freed. Back to back the gather wins (prose 5.7 against 6.2 ms, code 10.6 against
+        11.8); interleaved with tiktoken ``tolist`` wins when each result is dropped (prose
+        7.3 against 8.1 ms, code 13.9 against 15.2) and loses when every result is kept
+        (8.1 against 7.9 ms; 15.9 against 15.4), as then it needs fresh memory. On the 1 MB
+        piece the gather wins every way (5.5-7.4 against 8.3-9.2 ms)."""
         if len(ids) < self.GATHER_MIN or 2 * np.count_nonzero(ids > _CACHED_INT_MAX) < len(ids):
             return ids.tolist()
         objects = self._id_objects
