@@ -405,8 +405,8 @@ class FusedPipeline:
         ``tolist`` allocates a new int object per id (~20 ns; ids above 256 are not
         cached by Python) and the caller frees them all again. Long outputs instead take
         references to one int object per token id, made once per pipeline (~5 ms and
-        ~8 MB for o200k, on first use). Measured on o200k outputs when it was added: 10.8 -> 4.9 ms for the
-        519k ids of a 1 MB unsplittable piece, 1.7 -> 0.9 ms for English prose. Not used
+        ~8 MB for o200k, on first use). Measured on o200k outputs when it was added: 10.8 ->
+        4.9 ms for the 519k ids of a 1 MB unsplittable piece, 1.7 -> 0.9 ms for English prose. Not used
         below ``GATHER_MIN`` ids (``take`` costs ~0.35 us per call) nor when most ids are
         at most 256 (Python's cached small ints: 72% of ``udhr-all``'s ids, where the
         gather made the whole call 6% slower).
