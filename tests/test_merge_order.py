@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from algorithms.appending import AppendableEncoder, PrependableEncoder
-from algorithms.compiled import rank_order_break
+from algorithms.compiled import NEVER, rank_order_break
 from algorithms.errors import UnsupportedVocabulary
 from algorithms.fast_pipeline import unsupported_reason
 from algorithms.interval import IntervalEncoding
@@ -139,14 +139,15 @@ def test_detection_matches_brute_force_and_encoders_stay_exact():
 
 def _merge_list_vocabulary(name: str, tokens: list[bytes], merge_list: list[tuple[bytes, bytes]]) -> Vocabulary:
     """A merges-rule vocabulary from a merge list in priority order (HF style: a token may be
-    the result of several merges; its priority is its first one)."""
+    the result of several merges; its priority is its first one, ``NEVER`` if none forms it,
+    as ``train_bpe`` writes it)."""
     ids = {t: i for i, t in enumerate(tokens)}
-    merges, priority = {}, np.full(len(tokens), -1, dtype=np.int64)
+    merges = {}
+    priority = np.array([-1 if len(t) == 1 else NEVER for t in tokens], dtype=np.int64)
     for rank, (left, right) in enumerate(merge_list):
         merged = ids[left + right]
         merges[(ids[left], ids[right])] = (rank, merged)
-        if priority[merged] < 0:
-            priority[merged] = rank
+        priority[merged] = min(priority[merged], rank)
     return Vocabulary(name=name, tokens=tokens, priority=priority, rule="merges", merges=merges)
 
 
