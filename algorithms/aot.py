@@ -22,9 +22,14 @@ checks every plan array once per plan (dtype, dimensions, contiguity,
 alignment) and the text and output arrays on every call, and refuses anything
 else.
 
+Beside it, the same build compiles ``id_lists.c`` into a second, small extension
+module (``_bpebench_ids``): it turns the kernel's int32 ids into a Python list in
+one pass (``FusedPipeline.id_list``), which numpy cannot do as fast. It is loaded
+with the main module and checked the same way; without it (JIT) numpy's gather is used.
+
 Where: ``$BPEBENCH_CACHE/aot/fused-<key>/`` (default ``~/.cache/bpebench``), with a
 ``manifest.json``. The key hashes the kernel sources (``fast_pipeline.py``, the
-modules in its ``_KERNEL_SOURCES``, this module and ``jit.py``), the numba,
+modules in its ``_KERNEL_SOURCES``, this module, ``jit.py`` and ``id_lists.c``), the numba,
 llvmlite, numpy and Python versions, the platform and the CPU (the module is
 compiled for the host CPU, as the JIT is). Edit a kernel and the key changes.
 
@@ -40,7 +45,7 @@ stderr and the JIT is used; the failure is remembered (``fused-<key>.failed``), 
 later processes do not spend the time again until ``bpebench compile`` retries.
 Old builds beyond the newest four are removed.
 
-Damage: a module whose manifest, key, size or sha256 does not match is removed
+Damage: a module (or helper) whose manifest, key, size or sha256 does not match is removed
 and rebuilt; it is never loaded.
 
 ``BPEBENCH_AOT=0`` turns all of this off (JIT only); so does
@@ -60,12 +65,15 @@ from pathlib import Path
 import numpy as np
 
 MODULE_NAME = "_bpebench_fused_aot"
-FORMAT_VERSION = 1
+#: the helper extension built beside it from ``ID_LISTS_SOURCE``
+ID_LISTS_MODULE = "_bpebench_ids"
+ID_LISTS_SOURCE = "id_lists.c"
+FORMAT_VERSION = 2
 _OFF = {"0", "off", "no", "false"}
 #: builds kept in the ``aot`` directory (other checkouts or versions may use the older ones)
 _KEEP = 4
 #: the files whose contents are in the key, besides ``fast_pipeline._KERNEL_SOURCES``
-_OWN_SOURCES = ("fast_pipeline.py", "aot.py", "jit.py")
+_OWN_SOURCES = ("fast_pipeline.py", "aot.py", "jit.py", ID_LISTS_SOURCE)
 _BUILD_TIMEOUT = 3600
 
 
@@ -250,10 +258,12 @@ def _at(record, path: str):
 class AotModule:
     """A loaded ahead-of-time module and what it was compiled for."""
 
-    def __init__(self, module, manifest: dict, directory: Path) -> None:
+    def __init__(self, module, manifest: dict, directory: Path, id_lists=None) -> None:
         self.module = module
         self.manifest = manifest
         self.directory = directory
+        #: the ``_bpebench_ids`` helper module (``id_list``, ``id_lists``)
+        self.id_lists = id_lists
 
     def entry_points(self, plan):
         """``(encode_utf8, encode_utf8_batch)`` bound to ``plan``, called like the numba kernels:
@@ -397,32 +407,50 @@ def verify_dir(directory: Path) -> tuple[dict, Path]:
         raise AotError(f"unreadable manifest: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("key") != build_key() or manifest.get("format") != FORMAT_VERSION:
         raise AotError("manifest of other sources or versions")
-    so = directory / str(manifest.get("file", ""))
-    try:
-        data = so.read_bytes()
-    except OSError as exc:
-        raise AotError(f"module file unreadable: {exc}") from None
-    if len(data) != manifest.get("size") or hashlib.sha256(data).hexdigest() != manifest.get("sha256"):
-        raise AotError("module file damaged (size or sha256 differ)")
+    so = _verified_file(directory, manifest, "module")
+    helpers = manifest.get("helpers")
+    if not isinstance(helpers, dict) or set(helpers) != {ID_LISTS_MODULE}:
+        raise AotError("manifest lists other helper modules")
+    for name, record in helpers.items():
+        _verified_file(directory, record if isinstance(record, dict) else {}, f"helper {name}")
     return manifest, so
 
 
+def _verified_file(directory: Path, record: dict, what: str) -> Path:
+    """``directory / record["file"]`` if its size and sha256 are the recorded ones."""
+    path = directory / str(record.get("file", ""))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AotError(f"{what} file unreadable: {exc}") from None
+    if len(data) != record.get("size") or hashlib.sha256(data).hexdigest() != record.get("sha256"):
+        raise AotError(f"{what} file damaged (size or sha256 differ)")
+    return path
+
+
 def _load_dir(directory: Path) -> AotModule:
-    """Check and load the module in ``directory`` (see :func:`verify_dir`)."""
+    """Check and load the module and its helper in ``directory`` (see :func:`verify_dir`)."""
+    manifest, so = verify_dir(directory)
+    module = _import_file(MODULE_NAME, so, ("encode_utf8", "encode_utf8_batch"))
+    id_lists = _import_file(ID_LISTS_MODULE, directory / manifest["helpers"][ID_LISTS_MODULE]["file"],
+                            ("id_list", "id_lists"))
+    return AotModule(module, manifest, directory, id_lists)
+
+
+def _import_file(name: str, path: Path, functions: tuple[str, ...]):
     import importlib.util
 
-    manifest, so = verify_dir(directory)
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, so)
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise AotError(f"cannot load {so}")
+        raise AotError(f"cannot load {path}")
     try:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     except ImportError as exc:
-        raise AotError(f"cannot load {so}: {exc}") from None
-    if not all(hasattr(module, name) for name in ("encode_utf8", "encode_utf8_batch")):
-        raise AotError("module lacks the entry points")
-    return AotModule(module, manifest, directory)
+        raise AotError(f"cannot load {path}: {exc}") from None
+    if not all(hasattr(module, function) for function in functions):
+        raise AotError(f"{path.name} lacks {', '.join(functions)}")
+    return module
 
 
 def _one_line(exc: BaseException) -> str:
@@ -615,16 +643,41 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
             exports["encode_utf8_batch"])
         cc.compile()
         cpu = llvm.get_host_cpu_name()
-    so = out_dir / cc.output_file
-    payload = so.read_bytes()
+        id_lists = _compile_id_lists(out_dir)
     manifest = {
-        "format": FORMAT_VERSION, "key": build_key(), "parts": _key_parts(), "file": so.name,
-        "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), "plan": description,
+        "format": FORMAT_VERSION, "key": build_key(), "parts": _key_parts(), **_file_record(out_dir / cc.output_file),
+        "helpers": {ID_LISTS_MODULE: _file_record(id_lists)}, "plan": description,
         "host_cpu": cpu, "numba": numba.__version__, "seconds": round(time.perf_counter() - start, 1),
         "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return 0
+
+
+def _file_record(path: Path) -> dict:
+    payload = path.read_bytes()
+    return {"file": path.name, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+
+
+def _compile_id_lists(out_dir: Path) -> Path:
+    """Compile ``id_lists.c`` into the extension module ``_bpebench_ids`` in ``out_dir``, with the
+    compiler and flags Python's own extensions use (numba's toolchain, as pycc does)."""
+    import shutil
+    import tempfile
+
+    from numba.pycc.platform import Toolchain
+
+    toolchain = Toolchain()
+    build_dir = tempfile.mkdtemp(prefix="bpebench-ids-")
+    try:
+        objects = toolchain.compile_objects([str(Path(__file__).resolve().parent / ID_LISTS_SOURCE)], build_dir,
+                                            include_dirs=toolchain.get_python_include_dirs())
+        output = out_dir / toolchain.get_ext_filename(ID_LISTS_MODULE)
+        toolchain.link_shared(str(output), objects, toolchain.get_python_libraries(),
+                              toolchain.get_python_library_dirs(), export_symbols=[f"PyInit_{ID_LISTS_MODULE}"])
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
+    return output
 
 
 def _numba_leaf_type(leaf: dict):
@@ -681,6 +734,12 @@ def entry_points(plan):
     except AotError as exc:
         _warn_once(f"the ahead-of-time module does not fit this vocabulary's tables ({exc})")
         return None
+
+
+def id_lists():
+    """The loaded ``_bpebench_ids`` helper module (``id_list``, ``id_lists``), or None."""
+    module = load()
+    return None if module is None else module.id_lists
 
 
 def example_plan():

@@ -51,6 +51,9 @@ after each change on the same arrays, best of 11; ``prose-en``, ``code-python`` 
 * building long id lists from shared int objects (``FusedPipeline.id_list``): 1.08-1.19x
   per call on prose and code, 1.03-1.07x on the 1 MB piece (``udhr-all`` keeps ``tolist``);
   interleaved with another library's calls it depends on whether results are kept (see there);
+  then writing them into the list in one pass in C (``id_lists.c``, built with the
+  ahead-of-time module) instead of numpy's two: 1.11-1.21x on prose and code, 1.09-1.11x
+  on the 1 MB piece, 1.03-1.09x on ``udhr-all``, interleaved or not;
 * reusing the thread's output and gather buffers instead of new arrays per call (whole
   calls interleaved with tiktoken's): 1.04-1.08x on o200k prose and code, 1.01-1.05x on cl100k;
 * for the 1 MB piece, in ``matching``: the two-byte start table (1.08x, then 1.02-1.08x for
@@ -366,6 +369,7 @@ class FusedPipeline:
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self._per_thread = threading.local()
         self._id_objects = None  # made on first use by ``id_list``
+        self._id_lists = None  # the ahead-of-time helper module that builds id lists in C
         self._encode = _DirectCall(encode_utf8)
         self._encode_batch = _DirectCall(encode_utf8_batch)
         # the ahead-of-time compiled entry points when available (``algorithms/aot.py``): no numba import
@@ -373,6 +377,7 @@ class FusedPipeline:
         self.aot = aot_calls is not None
         if aot_calls is not None:
             self._encode, self._encode_batch = aot_calls
+            self._id_lists = _aot.id_lists()
 
     def _check(self, data: np.ndarray) -> None:
         if not self._all_bytes_are_tokens:
@@ -399,36 +404,55 @@ class FusedPipeline:
             setattr(self._per_thread, name, buffer)
         return buffer
 
+    def _shared_ints(self) -> np.ndarray:
+        """One int object per token id, as an object array (made on first use: ~5 ms and ~8 MB
+        for o200k; two threads may both make it, with the same contents)."""
+        objects = self._id_objects
+        if objects is None:
+            objects = self._id_objects = np.arange(len(self.plan.matcher.rows)).astype(object)
+        return objects
+
     def id_list(self, ids: np.ndarray) -> list[int]:
-        """``ids.tolist()``, about twice as fast for long outputs.
+        """``ids.tolist()`` (int32 ids), about three times as fast for long outputs.
 
         ``tolist`` allocates a new int object per id (~20 ns; ids above 256 are not
         cached by Python) and the caller frees them all again. Long outputs instead take
-        references to one int object per token id, made once per pipeline (~5 ms and
-        ~8 MB for o200k, on first use). Measured on o200k outputs when it was added: 10.8 ->
-        4.9 ms for the 519k ids of a 1 MB unsplittable piece, 1.7 -> 0.9 ms for English prose. Not used
-        below ``GATHER_MIN`` ids (``take`` costs ~0.35 us per call) nor when most ids are
-        at most 256 (Python's cached small ints: 72% of ``udhr-all``'s ids, where the
-        gather made the whole call 6% slower).
+        a reference to one shared int object per token id (``_shared_ints``). With the
+        ahead-of-time build, the ``_bpebench_ids`` helper (``id_lists.c``) writes them
+        straight into the list in one pass; outputs under ``GATHER_MIN`` ids keep
+        ``tolist`` (no shared ints needed for short texts).
 
-        It is a trade, not a free win (whole o200k calls, one process, 2026-11-23): the
-        gather reads one int object per distinct id, and after another library's call those
-        are out of the cache, while ``tolist`` writes new ints into the memory Python just
-        freed. Back to back the gather wins (prose 5.7 against 6.2 ms, code 10.6 against
-        11.8); interleaved with tiktoken ``tolist`` wins when each result is dropped (prose
-        7.3 against 8.1 ms, code 13.9 against 15.2) and loses when every result is kept
-        (8.1 against 7.9 ms; 15.9 against 15.4), as then it needs fresh memory. On the 1 MB
-        piece the gather wins every way (5.5-7.4 against 8.3-9.2 ms)."""
-        if len(ids) < self.GATHER_MIN or 2 * np.count_nonzero(ids > _CACHED_INT_MAX) < len(ids):
+        Measured (o200k, whole calls, one process, best of 9, 2026-11-23): against numpy's
+        gather (``np.take`` into an object buffer, then its ``tolist``) the helper made
+        prose 1.12-1.17x faster, code 1.13-1.21x and the 1 MB piece 1.08-1.10x, back to back
+        and interleaved with tiktoken, results kept or dropped; against ``tolist``,
+        1.08-1.37x. On ``udhr-all`` (72% of its ids are byte tokens, Python's cached small
+        ints) it ties with ``tolist``.
+
+        Without the helper (JIT), numpy's gather is used, except when most ids are at
+        most 256 (there ``tolist`` allocates nothing and the gather was 6% slower). That
+        gather is a trade (2026-11-23): back to back it wins (prose 5.7 against 6.2 ms),
+        interleaved with tiktoken ``tolist`` wins when each result is dropped (7.3 against
+        8.1 ms) and loses when every result is kept (8.1 against 7.9 ms)."""
+        if len(ids) < self.GATHER_MIN:
             return ids.tolist()
-        objects = self._id_objects
-        if objects is None:  # two threads may both make it: same contents, harmless
-            objects = self._id_objects = np.arange(len(self.plan.matcher.rows)).astype(object)
+        if self._id_lists is not None:
+            return self._id_lists.id_list(self._shared_ints(), ids)
+        if 2 * np.count_nonzero(ids > _CACHED_INT_MAX) < len(ids):
+            return ids.tolist()
         # into a reused buffer: no new 8 bytes per id each call. mode="clip" (the ids are in
         # range) lets numpy write straight into ``out``; "raise" copies it first
         gathered = self._thread_buffer("gathered", len(ids), object)[: len(ids)]
-        np.take(objects, ids, out=gathered, mode="clip")
+        np.take(self._shared_ints(), ids, out=gathered, mode="clip")
         return gathered.tolist()
+
+    def id_lists(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+        """``[id_list(ids[a:b]) for a, b in consecutive offsets]`` (a batch's results)."""
+        if self._id_lists is not None and len(ids) >= self.GATHER_MIN:
+            return self._id_lists.id_lists(self._shared_ints(), ids, offsets)
+        flat = self.id_list(ids)
+        bounds = offsets.tolist()
+        return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
 
     def encode_utf8(self, data: bytes) -> np.ndarray:
         """int32 ids of the UTF-8 text ``data`` (valid UTF-8: pieces as ``regex`` splits its str)."""

@@ -272,9 +272,7 @@ class Tokenizer:
                 data.append(b"")
                 fallback[i] = self.encode_ordinary(text)
         ids, offsets = self._fused.encode_utf8_batch(data)
-        flat = self._fused.id_list(ids)
-        bounds = offsets.tolist()
-        out = [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+        out = self._fused.id_lists(ids, offsets)
         for i, ids_i in fallback.items():
             out[i] = ids_i
         return out

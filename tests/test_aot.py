@@ -346,3 +346,72 @@ def test_disk_cache_is_stale_once_a_callee_module_changes(tmp_path):
     assert list((tmp_path / "numba").rglob("*zz_caller*.nbi"))  # the caller was cached on disk
     (package / "zz_callee.py").write_text(CALLEE.format(2))
     assert run() == "2"
+
+
+# ============================================================================= the id-list helper (id_lists.c)
+def test_helper_builds_the_lists_tolist_builds(aot_module, pipelines):
+    helper = aot_module.id_lists
+    assert helper is not None
+    fp = pipelines["o200k_base"]
+    assert fp._id_lists is helper
+    rng = np.random.default_rng(11)
+    n_tokens = len(fp.plan.matcher.rows)
+    ids = np.concatenate([rng.integers(0, n_tokens, size=20_000), [0, 256, 257, n_tokens - 1]]).astype(np.int32)
+    for case in (ids, ids[:fp.GATHER_MIN], np.frombuffer(ids.tobytes(), dtype=np.int32)):  # the last one read-only
+        first, second = fp.id_list(case), fp.id_list(case)
+        assert first == case.tolist() and all(type(i) is int for i in first)
+        first.append(-1)
+        assert second == case.tolist()  # a new list per call
+    bounds = np.array([0, 0, 3, 3, 9000, len(ids)], dtype=np.int64)
+    assert fp.id_lists(ids, bounds) == [ids[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+    assert helper.id_lists(fp._shared_ints(), ids, np.array([0], dtype=np.int64)) == []
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    tok = Tokenizer(vocabulary("o200k_base"), pretokenizer="regex")
+    assert fp.encode_list(text.encode()) == tok.encode_ordinary(text)
+
+
+def test_helper_refuses_what_it_would_misread_and_leaks_nothing(aot_module):
+    helper = aot_module.id_lists
+    token = 10**30  # an object only this test holds, so its reference count is exact
+    objects = np.array([token, 1, 2], dtype=object)
+    held = sys.getrefcount(token)
+    got = helper.id_list(objects, np.array([0, 0, 1, 0], dtype=np.int32))
+    counted = sys.getrefcount(token)  # before the assertion: pytest keeps its operands alive
+    assert counted == held + 3
+    assert got == [token, token, 1, token]
+    del got
+    assert sys.getrefcount(token) == held
+    for bad_id in (3, -1):
+        with pytest.raises(IndexError, match=f"id {bad_id} at position 3"):
+            helper.id_list(objects, np.array([0, 0, 0, bad_id, 0], dtype=np.int32))
+        with pytest.raises(IndexError):
+            helper.id_lists(objects, np.array([0, 0, bad_id], dtype=np.int32), np.array([0, 1, 3], dtype=np.int64))
+    assert sys.getrefcount(token) == held  # the half-built lists were released
+    with pytest.raises(TypeError, match="ids must be"):
+        helper.id_list(objects, np.array([0], dtype=np.int64))
+    with pytest.raises(TypeError, match="ids must be"):
+        helper.id_list(objects, np.zeros((1, 1), dtype=np.int32))
+    with pytest.raises(TypeError, match="objects must be"):
+        helper.id_list(np.arange(3), np.array([0], dtype=np.int32))
+    with pytest.raises(ValueError, match="contiguous"):
+        helper.id_list(objects, np.zeros(8, dtype=np.int32)[::2])
+    with pytest.raises(TypeError, match="bounds must be"):
+        helper.id_lists(objects, np.array([0], dtype=np.int32), np.array([0, 1], dtype=np.int32))
+    for bounds in ([0, 2], [1, 0], [-1, 1]):
+        with pytest.raises(ValueError, match="is not a range of the 1 ids"):
+            helper.id_lists(objects, np.array([0], dtype=np.int32), np.array(bounds, dtype=np.int64))
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        helper.id_list(objects)
+
+
+def test_damaged_helper_is_never_loaded(aot_module, tmp_path):
+    copy = _cache_root_with(tmp_path, aot_module.directory) / "aot" / aot_module.directory.name
+    aot.verify_dir(copy)
+    helper = copy / aot_module.manifest["helpers"][aot.ID_LISTS_MODULE]["file"]
+    payload = helper.read_bytes()
+    helper.write_bytes(payload[: len(payload) // 2])
+    with pytest.raises(aot.AotError, match=f"helper {aot.ID_LISTS_MODULE} file damaged"):
+        aot.verify_dir(copy)
+    helper.unlink()
+    with pytest.raises(aot.AotError, match="unreadable"):
+        aot.verify_dir(copy)

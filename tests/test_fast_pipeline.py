@@ -169,8 +169,11 @@ def test_direct_calls_and_the_reused_buffer_keep_results_apart():
 
 def test_id_lists_gathered_from_shared_int_objects_equal_tolist():
     """Long outputs are gathered from one int object per token id instead of ``tolist``:
-    same values, a new list per call, and the short and mostly-byte-token cases keep ``tolist``."""
+    same values, a new list per call, and the short and mostly-byte-token cases keep ``tolist``.
+    This is numpy's gather, the JIT's path; the ahead-of-time build's C helper is tested in
+    ``test_aot.py``."""
     pipeline = FusedPipeline(load_vocabulary("o200k_base"))
+    pipeline._id_lists = None
     rng = np.random.default_rng(3)
     n_tokens = len(pipeline.vocabulary.tokens)
     cases = {

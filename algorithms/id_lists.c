@@ -1,0 +1,150 @@
+/* _bpebench_ids: Python lists of token ids from an int32 id array, in one pass.
+
+   The fused pipeline's kernel writes ids into an int32 array; the caller wants a
+   list of Python ints. ``ndarray.tolist`` makes a new int object per id, and
+   numpy's gather from an object array (``np.take`` then ``tolist``) walks the ids
+   twice through per-element function pointers. Here each id takes a reference to
+   the shared int object of its token, one pass, straight into the list's storage.
+
+   id_list(objects, ids) -> list
+       [objects[i] for i in ids]; ``objects`` a 1-d object array, ``ids`` a
+       C-contiguous 1-d array of 4-byte ints.
+   id_lists(objects, ids, bounds) -> list of lists
+       [id_list(objects, ids[bounds[k]:bounds[k+1]]) for k ...]; ``bounds`` a
+       C-contiguous 1-d array of 8-byte ints, non-decreasing, within len(ids).
+
+   Every id is checked against len(objects) (IndexError), buffers against their
+   item size and dimensions (TypeError), so no argument reads outside an array.
+   Built with the ahead-of-time module (``algorithms/aot.py``), which loads it. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* a struct format character with an optional byte-order prefix: "i", "<i", "=i", ... */
+static int format_is(const char *format, const char *accepted)
+{
+    if (format == NULL)
+        return 0;
+    if (format[0] == '@' || format[0] == '=' || format[0] == '<')
+        format++;
+    return format[0] != '\0' && format[1] == '\0' && strchr(accepted, format[0]) != NULL;
+}
+
+static int get_vector(PyObject *arg, Py_buffer *view, Py_ssize_t itemsize, const char *accepted, const char *what,
+                      const char *items)
+{
+    if (PyObject_GetBuffer(arg, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->ndim != 1 || view->itemsize != itemsize || !format_is(view->format, accepted)) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous 1-d array of %s", what, items);
+        return -1;
+    }
+    return 0;
+}
+
+/* a new list of objects[ids[k]] for start <= k < end, or NULL with an exception set */
+static PyObject *gather(PyObject *const *objects, Py_ssize_t n_objects, const int32_t *ids,
+                        Py_ssize_t start, Py_ssize_t end)
+{
+    PyObject *list = PyList_New(end - start);
+    if (list == NULL)
+        return NULL;
+    PyObject **items = ((PyListObject *)list)->ob_item;
+    for (Py_ssize_t k = start; k < end; k++) {
+        uint32_t id = (uint32_t)ids[k];
+        if (id >= (uint64_t)n_objects || objects[id] == NULL) {
+            /* the items written so far are released with the list; the rest are NULL */
+            Py_DECREF(list);
+            PyErr_Format(PyExc_IndexError, "id %d at position %zd is not below %zd", ids[k], k, n_objects);
+            return NULL;
+        }
+        PyObject *object = objects[id];
+        Py_INCREF(object);
+        items[k - start] = object;
+    }
+    return list;
+}
+
+static PyObject *id_list(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "id_list(objects, ids) takes 2 arguments");
+        return NULL;
+    }
+    Py_buffer objects, ids;
+    if (get_vector(args[0], &objects, sizeof(PyObject *), "O", "objects", "objects") < 0)
+        return NULL;
+    if (get_vector(args[1], &ids, 4, "il", "ids", "int32") < 0) {
+        PyBuffer_Release(&objects);
+        return NULL;
+    }
+    PyObject *list = gather((PyObject *const *)objects.buf, objects.shape[0], (const int32_t *)ids.buf, 0,
+                            ids.shape[0]);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&objects);
+    return list;
+}
+
+static PyObject *id_lists(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "id_lists(objects, ids, bounds) takes 3 arguments");
+        return NULL;
+    }
+    Py_buffer objects, ids, bounds;
+    PyObject *lists = NULL;
+    if (get_vector(args[0], &objects, sizeof(PyObject *), "O", "objects", "objects") < 0)
+        return NULL;
+    if (get_vector(args[1], &ids, 4, "il", "ids", "int32") < 0)
+        goto release_objects;
+    if (get_vector(args[2], &bounds, 8, "lq", "bounds", "int64") < 0)
+        goto release_ids;
+    const int64_t *at = (const int64_t *)bounds.buf;
+    Py_ssize_t n_lists = bounds.shape[0] > 0 ? bounds.shape[0] - 1 : 0;
+    for (Py_ssize_t k = 0; k < n_lists; k++) {
+        if (at[k] < 0 || at[k] > at[k + 1] || at[k + 1] > ids.shape[0]) {
+            PyErr_Format(PyExc_ValueError, "bounds[%zd:%zd] = %lld, %lld is not a range of the %zd ids", k, k + 2,
+                         (long long)at[k], (long long)at[k + 1], ids.shape[0]);
+            goto release_bounds;
+        }
+    }
+    lists = PyList_New(n_lists);
+    if (lists == NULL)
+        goto release_bounds;
+    for (Py_ssize_t k = 0; k < n_lists; k++) {
+        PyObject *one = gather((PyObject *const *)objects.buf, objects.shape[0], (const int32_t *)ids.buf,
+                               (Py_ssize_t)at[k], (Py_ssize_t)at[k + 1]);
+        if (one == NULL) {
+            Py_CLEAR(lists);
+            break;
+        }
+        PyList_SET_ITEM(lists, k, one);
+    }
+release_bounds:
+    PyBuffer_Release(&bounds);
+release_ids:
+    PyBuffer_Release(&ids);
+release_objects:
+    PyBuffer_Release(&objects);
+    return lists;
+}
+
+static PyMethodDef methods[] = {
+    {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
+     "id_list(objects, ids) -> [objects[i] for i in ids]"},
+    {"id_lists", (PyCFunction)(void (*)(void))id_lists, METH_FASTCALL,
+     "id_lists(objects, ids, bounds) -> one list per range bounds[k]:bounds[k+1] of ids"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_bpebench_ids", "Python lists of token ids from int32 arrays.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__bpebench_ids(void)
+{
+    return PyModule_Create(&module_def);
+}
