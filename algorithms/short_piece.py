@@ -8,7 +8,11 @@ pieces of natural text that is cheaper than backtracking's trie walks and
 compatibility checks (tiktoken does the same). The first round reads byte-pair
 ranks from a dense 64k table (``byte_pair_ranks``, L2-resident); later rounds use
 ``matching.merge_rank`` (packed pairs + bit filter), and the merged token is
-``token_of_rank[rank]`` (no second hash probe).
+``token_of_rank[rank]`` (no second hash probe), or ``rank + token_offset`` when every
+merge rank forms the token that many ids above it (``rank_token_offset``: tiktoken's
+vocabularies, where ids are merge order). That saves a load that misses the cache
+about as often as the pair probe: the merge loop alone ran 1.12-1.15x faster on
+the multi-token pieces of o200k prose, code and ``udhr-all``.
 
 Exact: it is the definition over the canonical splits' ranks (as the ``heap``
 encoder uses them), so it equals ``naive`` on every piece whose bytes are all
@@ -24,7 +28,7 @@ A probe reads one row; a trie walk over the piece reads one row per byte.
 
 numba API::
 
-    merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+    merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
                       data, start, end, parts, ranks, out, n_out) -> new n_out
     short_token(short_tokens, data, start, end) -> token | -1      (end - start <= 8)
     medium_token(medium_tokens, data, start, end) -> token | -1    (8 < end - start <= 16)
@@ -39,6 +43,8 @@ from .matching import merge_rank
 
 #: rank of a pair that never merges (above every real rank, so the minimum scan needs no test)
 NO_MERGE = np.int64(1) << 62
+#: ``token_offset`` when merged tokens are not their rank plus a constant: read ``token_of_rank``
+TABLE_TOKENS = np.iinfo(np.int64).min
 #: the arrays ``short_piece_tables`` returns
 TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "byte_pair_ranks", "token_of_rank"})
 
@@ -74,6 +80,16 @@ def token_of_rank(matcher) -> np.ndarray | None:
     return table
 
 
+def rank_token_offset(token_of_rank: np.ndarray) -> int:
+    """``c`` if every merge rank ``r`` forms the token ``r + c`` (tiktoken's vocabularies:
+    255, the byte tokens share rank 0), else ``TABLE_TOKENS``."""
+    ranks = np.flatnonzero(token_of_rank >= 0)
+    if len(ranks) == 0:
+        return int(TABLE_TOKENS)
+    offsets = token_of_rank[ranks].astype(np.int64) - ranks
+    return int(offsets[0]) if bool((offsets == offsets[0]).all()) else int(TABLE_TOKENS)
+
+
 def byte_pair_ranks(matcher, byte_token: np.ndarray) -> np.ndarray:
     """int64[65536]: the merge rank of the byte pair ``(a << 8) | b`` (``NO_MERGE`` if none).
 
@@ -99,7 +115,7 @@ def _rank(pairs, pair_filter, left, right):
 
 
 @njit(cache=True, _nrt=False)
-def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
                       data, start, end, parts, ranks, out, n_out):
     """Append the BPE encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
 
@@ -119,7 +135,10 @@ def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_r
                 best = i
         if best_rank == NO_MERGE:
             break
-        parts[best] = token_of_rank[best_rank]
+        if token_offset != TABLE_TOKENS:
+            parts[best] = best_rank + token_offset
+        else:
+            parts[best] = token_of_rank[best_rank]
         # drop part best+1; pair j+1 becomes pair j
         for j in range(best + 1, n - 1):
             parts[j] = parts[j + 1]

@@ -299,6 +299,41 @@ def test_merges_rule_vocabulary_through_the_fused_path_equals_naive(text):
     assert fused_tok.encode_ordinary(text) == reference(HF_MERGES_FIXTURE).encode_ordinary(text)
 
 
+@pytest.fixture(scope="module")
+def shuffled_ids_fixture(tmp_path_factory) -> str:
+    """The HF fixture with the ids of its merged tokens shuffled: merge order no longer
+    follows id order, so the merge loop must read ``token_of_rank`` (no constant offset)."""
+    spec = json.loads(Path(HF_MERGES_FIXTURE).read_text(encoding="utf-8"))
+    vocab = spec["model"]["vocab"]
+    merged = sorted((token for token, i in vocab.items() if i >= 258), key=vocab.get)
+    ids = [vocab[token] for token in merged]
+    np.random.default_rng(7).shuffle(ids)
+    vocab.update(zip(merged, ids))
+    path = tmp_path_factory.mktemp("shuffled") / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+@settings(deadline=None, max_examples=150)
+@given(text=texts | MERGE_HEAVY)
+@example(text="the theater's thoroughly thin  \n\n 123456")
+def test_merged_tokens_out_of_rank_order_through_the_fused_path_equal_naive(text, shuffled_ids_fixture):
+    """With merged tokens out of rank order the merge loop reads ``token_of_rank`` (the HF
+    fixture itself takes ``rank + offset``, tested above): it must equal the regex + naive reference."""
+    assert fused(shuffled_ids_fixture).encode_ordinary(text) == reference(shuffled_ids_fixture).encode_ordinary(text)
+
+
+def test_merged_token_offset_only_where_every_rank_fits_it(shuffled_ids_fixture):
+    from algorithms.short_piece import TABLE_TOKENS, rank_token_offset
+
+    assert fused("o200k_base")._fused.plan.token_offset == 255  # byte tokens share rank 0; merges are ids 256..
+    assert fused(HF_MERGES_FIXTURE)._fused.plan.token_offset == 257  # ids 0-1 special, 2-257 bytes
+    assert fused(shuffled_ids_fixture)._fused.plan.token_offset == TABLE_TOKENS
+    assert rank_token_offset(np.array([-1, 5, 6, 7], dtype=np.int32)) == 4
+    assert rank_token_offset(np.array([-1, 5, 7, 6], dtype=np.int32)) == TABLE_TOKENS
+    assert rank_token_offset(np.array([-1], dtype=np.int32)) == TABLE_TOKENS
+
+
 def test_repeated_multi_token_pieces_with_memo_collisions_equal_the_reference():
     # a 4 kB text gets a 64-slot piece memo: 150 distinct multi-token
     # words, each seen three times in shuffled order, collide and overwrite each other
