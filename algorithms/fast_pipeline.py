@@ -270,7 +270,7 @@ def _merge_scratch(plan):
 @njit(cache=True)
 def encode_utf8(plan, data, out):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids."""
-    dead = np.zeros(data.shape[0] + 1, dtype=np.uint8)
+    dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     cls = utf8_class_words(data, plan.stage1, plan.stage2)
     parts, ranks = _merge_scratch(plan)
     return _encode_text(plan, data, 0, data.shape[0], cls, dead, _new_memo(data.shape[0]), parts, ranks, out, 0)
@@ -280,7 +280,7 @@ def encode_utf8(plan, data, out):
 def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
-    dead = np.zeros(data.shape[0] + 1, dtype=np.uint8)
+    dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
     parts, ranks = _merge_scratch(plan)
     n_out = 0

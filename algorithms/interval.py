@@ -91,15 +91,13 @@ def _count_slice(cells, rows, pairs, pair_filter, two_byte_start, pair_floor, da
     times cheaper for them than for the nested Matcher tuple, and short slices are all
     dispatch."""
     view = _BacktrackingView(Trie(cells), rows, pairs, pair_filter, two_byte_start, pair_floor)
-    n = backtrack_piece(view, data, i, j, dead, out, 0)
-    dead[i : j + 1] = 0
-    return n
+    return backtrack_piece(view, data, i, j, dead, out, 0)  # it clears its dead marks itself
 
 
 @njit(cache=True)
 def _count_many(matcher, data, counts, scount, q, r, starts, ends, result):
     """Counts of ``data[starts[x]:ends[x]]`` into ``result``; returns how many fell back."""
-    dead = np.zeros(len(data) + 1, dtype=np.uint8)
+    dead = np.empty(len(data) + 1, dtype=np.uint8)  # scratch: backtrack_piece clears what it uses
     out = np.empty(len(data), dtype=np.int32)
     fallbacks = 0
     for x in range(len(starts)):
@@ -113,7 +111,6 @@ def _count_many(matcher, data, counts, scount, q, r, starts, ends, result):
         else:
             fallbacks += 1
             result[x] = backtrack_piece(matcher, data, i, j, dead, out, 0)
-            dead[i : j + 1] = 0
     return fallbacks
 
 

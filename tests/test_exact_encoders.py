@@ -155,6 +155,23 @@ def test_long_inputs_equal_tiktoken(vocab_name):
             assert enc.encode(data) == expected, (enc.name, len(data))
 
 
+def test_backtrack_piece_clears_the_dead_marks_it_reads():
+    """Callers hand ``backtrack_piece`` unzeroed scratch (``np.empty``): marks left in it, here
+    every byte set, must not change a piece's encoding."""
+    from algorithms.backtracking import backtrack_piece
+
+    vocab = load_vocabulary("o200k_base")
+    matcher = build_matcher(vocab)
+    rng = random.Random(9)
+    data = random_token_text(vocab, rng, 3_000) + bytes(rng.choice(b"abcdefghij") for _ in range(3_000))
+    arr = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(len(data), dtype=np.int32)
+    for start, end in [(0, len(data)), (17, 2_900), (3_001, len(data))]:
+        dead = np.ones(len(data) + 1, dtype=np.uint8)
+        n = backtrack_piece(matcher, arr, start, end, dead, out, 0)
+        assert out[:n].tolist() == tiktoken_single_piece(vocab, data[start:end]), (start, end)
+
+
 @pytest.mark.parametrize("name", EXACT)
 def test_encode_pieces_matches_piecewise(name):
     vocab = load_vocabulary("cl100k_base")
