@@ -116,8 +116,7 @@ from .backtracking import backtrack_piece
 from .compiled import bytes_lookup, fnv1a, rank_order_break
 from .matching import Matcher, spelled_token
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
-from .short_piece import (MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece,
-                          rank_token_offset, short_token)
+from .short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -372,7 +371,7 @@ class FusedPipeline:
         self.plan = Plan(matcher, PATTERN_IDS[supported_pattern(vocabulary)],
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
-                         short["byte_pair_ranks"], merges_by_rank, rank_token_offset(merges_by_rank), short_limit)
+                         short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self._per_thread = threading.local()
         self._id_objects = None  # made on first use by ``id_list``
