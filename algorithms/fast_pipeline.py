@@ -419,7 +419,8 @@ class FusedPipeline:
         return objects
 
     def id_list(self, ids: np.ndarray) -> list[int]:
-        """``ids.tolist()`` (int32 ids), about three times as fast for long outputs.
+        """``ids.tolist()`` (int32 ids), several times as fast for long outputs (the 519k ids of a
+        1 MB unsplittable piece on o200k: 1.3 ms, against 10.5 ms for ``tolist``).
 
         ``tolist`` allocates a new int object per id (~20 ns; ids above 256 are not
         cached by Python) and the caller frees them all again. Long outputs instead take
@@ -433,7 +434,7 @@ class FusedPipeline:
         prose 1.12-1.17x faster, code 1.13-1.21x and the 1 MB piece 1.08-1.10x, back to back
         and interleaved with tiktoken, results kept or dropped; against ``tolist``,
         1.08-1.37x. On ``udhr-all`` (72% of its ids are byte tokens, Python's cached small
-        ints) it ties with ``tolist``.
+        ints, so ``tolist`` allocates little there) 1.05-1.07x against ``tolist``.
 
         Without the helper (JIT), numpy's gather is used, except when most ids are at
         most 256 (there ``tolist`` allocates nothing and the gather was 6% slower). That
