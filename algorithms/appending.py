@@ -1,7 +1,7 @@
 """Incremental encoders: exact token counts while text grows to the right (or left).
 
 ``AppendableEncoder`` keeps, for every prefix of the text pushed so far, its last
-token and its token count (the table of ``algorithms.table``; the seed paper's
+token and its token count (the table of ``bpebench.algorithms.table``; the seed paper's
 corollary IIa says the last token determines the whole encoding). Pushing a
 byte computes one more entry from the tokens that end there, so:
 
@@ -23,7 +23,7 @@ Both are exact (equal to ``naive`` on the current text). The registered encoders
 ``prependable()`` methods hand out a fresh incremental encoder (what the
 "appending" / "prepending" capabilities promise).
 
->>> from algorithms.vocabulary import Vocabulary
+>>> from bpebench.algorithms.formats.vocabulary import Vocabulary
 >>> v = Vocabulary.from_ranks([b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
 ...                           + [bytes([i]) for i in range(256) if i not in b"abc"], name="seed")
 >>> enc = AppendableEncoder(v)
@@ -37,15 +37,15 @@ Both are exact (equal to ``naive`` on the current text). The registered encoders
 from __future__ import annotations
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .compiled import compile_vocabulary, require_ordered_merges
-from .errors import BpebenchError
-from .encoder import Encoder, as_byte_array, check_encodable
-from .matching import Trie, build_matcher
-from .registry import register_encoder
+from .kernels.compiled import compile_vocabulary, require_ordered_merges
+from bpebench.errors import BpebenchError
+from .core.encoder import Encoder, as_byte_array, check_encodable
+from .kernels.matching import Trie, build_matcher
+from .core.registry import register_encoder
 from .table import extend_last_tokens, unwind
-from .vocabulary import Vocabulary
+from .formats.vocabulary import Vocabulary
 
 
 @njit(cache=True)

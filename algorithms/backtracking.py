@@ -18,7 +18,7 @@ Dead positions are never revisited, so every position is entered a bounded numbe
 of times (times the number of tokens that match there): linear time for a fixed
 vocabulary. Exact: the result is the one valid encoding, i.e. equal to ``naive``.
 
-Hot loops are numba over the :class:`~algorithms.matching.Matcher` (forward trie,
+Hot loops are numba over the :class:`~bpebench.algorithms.kernels.matching.Matcher` (forward trie,
 next-prefix table, packed merge tables); ``encode_pieces`` runs all pieces in one call.
 """
 
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .encoder import PiecewiseEncoder
-from .matching import build_matcher, longest_match_from_start, pair_compatible
-from .registry import register_encoder
-from .vocabulary import Vocabulary
+from .core.encoder import PiecewiseEncoder
+from .kernels.matching import build_matcher, longest_match_from_start, pair_compatible
+from .core.registry import register_encoder
+from .formats.vocabulary import Vocabulary
 
 
 @njit(cache=True, _nrt=False)

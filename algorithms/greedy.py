@@ -7,14 +7,14 @@ BPE's. BPE decides by merge priority, not by length, so the longest token at a
 position is often not the one BPE ends up with there. With the seed paper's
 dictionary ``a b c ab cb ac bb cbb acbb``:
 
->>> from algorithms.vocabulary import Vocabulary
+>>> from bpebench.algorithms.formats.vocabulary import Vocabulary
 >>> v = Vocabulary.from_ranks([b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"], name="seed")
 >>> [v.tokens[i] for i in GreedyEncoder(v).encode(b"abacb")]  # BPE gives ab a cb
 [b'ab', b'ac', b'b']
 >>> [v.tokens[i] for i in GreedyEncoder(v).encode(b"abacbb")]  # here greedy agrees with BPE
 [b'ab', b'acbb']
 
-Matching uses the forward trie of :mod:`algorithms.matching`, which indexes the
+Matching uses the forward trie of :mod:`bpebench.algorithms.kernels.matching`, which indexes the
 tokens BPE can produce (tokens that no merge forms are never matched). Each
 output token of length ``m`` costs one trie walk of at most ``max_token_len``
 steps past it (the walk reads on until the trie has no child), so encoding is
@@ -27,13 +27,13 @@ from __future__ import annotations
 
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .compiled import compile_vocabulary
-from .encoder import PiecewiseEncoder
-from .matching import build_matcher, longest_match
-from .registry import register_encoder
-from .vocabulary import Vocabulary
+from .kernels.compiled import compile_vocabulary
+from .core.encoder import PiecewiseEncoder
+from .kernels.matching import build_matcher, longest_match
+from .core.registry import register_encoder
+from .formats.vocabulary import Vocabulary
 
 
 @njit(cache=True)

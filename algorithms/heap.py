@@ -22,13 +22,13 @@ from __future__ import annotations
 
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .compiled import compile_vocabulary, live_merges, pair_lookup, pair_table, rank_order_break
-from .encoder import PiecewiseEncoder
-from .matching import build_matcher, merge_rank, merge_ranks
-from .registry import register_encoder
-from .vocabulary import Vocabulary
+from .kernels.compiled import compile_vocabulary, live_merges, pair_lookup, pair_table, rank_order_break
+from .core.encoder import PiecewiseEncoder
+from .kernels.matching import build_matcher, merge_rank, merge_ranks
+from .core.registry import register_encoder
+from .formats.vocabulary import Vocabulary
 
 _POS_BITS = np.int64(32)
 _POS_MASK = np.int64((1 << 32) - 1)

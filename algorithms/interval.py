@@ -7,7 +7,7 @@ afterwards ``count(i, j)`` is typically O(1) (a handful of array reads), and
 Why it works
 ------------
 Write ``E(a, b)`` for the valid encoding of ``data[a:b]`` and ``G = E(0, n)``.
-Preprocessing runs the last-token table of ``algorithms.table`` over the whole
+Preprocessing runs the last-token table of ``bpebench.algorithms.table`` over the whole
 text in both directions:
 
 * forward: for every ``p``, the last token and the count of ``E(0, p)``. Following
@@ -42,16 +42,16 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
 from .backtracking import backtrack_piece
-from .compiled import require_ordered_merges
-from .errors import BpebenchError
-from .encoder import Encoder, as_byte_array, check_encodable
-from .matching import Trie, build_matcher
-from .registry import register_encoder
+from .kernels.compiled import require_ordered_merges
+from bpebench.errors import BpebenchError
+from .core.encoder import Encoder, as_byte_array, check_encodable
+from .kernels.matching import Trie, build_matcher
+from .core.registry import register_encoder
 from .table import extend_last_tokens, unwind
-from .vocabulary import Vocabulary
+from .formats.vocabulary import Vocabulary
 
 
 @njit(cache=True)
@@ -218,7 +218,7 @@ class IntervalEncoding:
 
     def _slow_encode(self, i: int, j: int) -> list[int]:
         if self._backtracking is None:
-            from .registry import make_encoder
+            from .core.registry import make_encoder
 
             self._backtracking = make_encoder("backtracking", self.vocabulary)
         return self._backtracking.encode(self.data[i:j])

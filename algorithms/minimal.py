@@ -6,7 +6,7 @@ program computes ``cost[i]``, the fewest tokens that spell ``data[i:]``:
 
     cost[end] = 0,    cost[i] = 1 + min over tokens t matching at i of cost[i + len(t)]
 
-(the matches come from one walk of the forward trie of :mod:`algorithms.matching`,
+(the matches come from one walk of the forward trie of :mod:`bpebench.algorithms.kernels.matching`,
 at most ``max_token_len`` steps), then the encoding is read forwards.
 
 Tie-break (deterministic): at every position the *longest* token that still
@@ -19,7 +19,7 @@ most natural-text pieces); that count is unique, the sequence is not (any of the
 shortest paths is as short), and the chosen one need not be BPE's even when the
 counts agree. With the seed paper's dictionary ``a b c ab cb ac bb cbb acbb``:
 
->>> from algorithms.vocabulary import Vocabulary
+>>> from bpebench.algorithms.formats.vocabulary import Vocabulary
 >>> v = Vocabulary.from_ranks([b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"], name="seed")
 >>> [v.tokens[i] for i in MinimalEncoder(v).encode(b"abacb")]   # BPE: ab a cb (also 3)
 [b'ab', b'ac', b'b']
@@ -31,13 +31,13 @@ from __future__ import annotations
 
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .compiled import compile_vocabulary
-from .encoder import PiecewiseEncoder
-from .matching import build_matcher, prefix_matches
-from .registry import register_encoder
-from .vocabulary import Vocabulary
+from .kernels.compiled import compile_vocabulary
+from .core.encoder import PiecewiseEncoder
+from .kernels.matching import build_matcher, prefix_matches
+from .core.registry import register_encoder
+from .formats.vocabulary import Vocabulary
 
 _UNREACHABLE = 1 << 30  # cost of a suffix no token sequence spells
 

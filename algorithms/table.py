@@ -16,21 +16,21 @@ know, for every prefix ``data[:p]``, its last token ``last[p]``:
 
 Reconstruction walks ``last`` back from the end. Exact: equals ``naive``.
 
-:func:`extend_last_tokens` is the shared kernel: ``algorithms.appending`` extends
+:func:`extend_last_tokens` is the shared kernel: ``bpebench.algorithms.appending`` extends
 the same table one pushed byte at a time (and, mirrored, to the left), and
-``algorithms.interval`` runs it over a whole text once.
+``bpebench.algorithms.interval`` runs it over a whole text once.
 """
 
 from __future__ import annotations
 
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .encoder import PiecewiseEncoder
-from .matching import build_matcher, pair_compatible, suffix_matches
-from .registry import register_encoder
-from .vocabulary import Vocabulary
+from .core.encoder import PiecewiseEncoder
+from .kernels.matching import build_matcher, pair_compatible, suffix_matches
+from .core.registry import register_encoder
+from .formats.vocabulary import Vocabulary
 
 
 @njit(cache=True)

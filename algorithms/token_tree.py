@@ -46,7 +46,7 @@ Two details of the seed are deliberately not reproduced: ``Get`` looks at a
 can match a token containing NUL bytes that are not in the text (the output then
 does not decode to the input); here the walk stops at the end of the piece. And
 where the seed emits an "unknown" id for a byte that starts no token, this raises
-:class:`~algorithms.errors.BpebenchError` as every encoder here does.
+:class:`~bpebench.errors.BpebenchError` as every encoder here does.
 
 Layout and complexity
 ---------------------
@@ -63,12 +63,12 @@ from __future__ import annotations
 
 
 import numpy as np
-from .jit import njit
+from .kernels.jit import njit
 
-from .compiled import compile_vocabulary
-from .encoder import PiecewiseEncoder
-from .registry import register_encoder
-from .vocabulary import Vocabulary
+from .kernels.compiled import compile_vocabulary
+from .core.encoder import PiecewiseEncoder
+from .core.registry import register_encoder
+from .formats.vocabulary import Vocabulary
 
 _FNV_PRIME = np.uint64(1099511628211)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 
-from algorithms.registry import default_encoder_name
+from bpebench.algorithms.core.registry import default_encoder_name
 
 from . import common
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from algorithms.registry import default_encoder_name
+from bpebench.algorithms.core.registry import default_encoder_name
 
 from . import common
 
@@ -30,17 +30,17 @@ SHORT_FROM = ["udhr-en", "udhr-zh", "udhr-ja", "udhr-ar", "udhr-he", "udhr-ru", 
 _COLD_OURS = """
 import time
 start = time.perf_counter()
-from algorithms.loaders import load_vocabulary
-from algorithms.registry import make_encoder
-from algorithms.tokenizer import Tokenizer
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.core.registry import make_encoder
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 tokenizer = Tokenizer(load_vocabulary({vocab!r}), algorithm={encoder!r})
 tokenizer.encode_ordinary("hello world")
 print(time.perf_counter() - start)
 """
 _COLD_PEER = """
 import time
-from algorithms.loaders import load_vocabulary
-from algorithms.peers import make_peer
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.peers import make_peer
 vocabulary = load_vocabulary({vocab!r})
 start = time.perf_counter()
 peer = make_peer({peer!r}, vocabulary, verify=False)
@@ -52,7 +52,7 @@ print(time.perf_counter() - start)
 def _check_available(vocab: str, implementation: str) -> None:
     common.vocabulary(vocab)
     if implementation.startswith("peer/"):
-        from algorithms.peers import peer_status
+        from bpebench.algorithms.peers import peer_status
 
         name = implementation[5:]
         for peer, ok, why in peer_status(common.vocabulary(vocab)):
@@ -104,11 +104,11 @@ class LoadWarm:
         self.time_load_again(vocab, implementation)  # the first time is the cold one
 
     def time_load_again(self, vocab, implementation):
-        from algorithms import loaders
-        from algorithms.tokenizer import Tokenizer
+        from bpebench.algorithms import formats as loaders
+        from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
         if implementation.startswith("peer/"):
-            from algorithms import peers
+            from bpebench.algorithms import peers
 
             peers._BUILT.clear()
             peers.make_peer(implementation[5:], common.vocabulary(vocab), verify=False).encode_ordinary("hello")

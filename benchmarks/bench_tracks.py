@@ -5,7 +5,7 @@
 * ``Disagreement``: share of pre-tokenized pieces (by occurrence) on which an
   approximate encoder's ids differ from the reference ``naive``, per corpus, and
   the relative excess of tokens (negative: fewer tokens than BPE), via
-  ``algorithms.agreement.disagreement``. Adversarial corpora are kept to 2 kB
+  ``bpebench.algorithms.pipeline.agreement.disagreement``. Adversarial corpora are kept to 2 kB
   (they hold long pieces, and the reference is O(n^2) per piece).
 * ``ScalingExponent``: the empirical exponent k in time ~ n^k of each pipeline on
   one unsplittable piece, from the best of three runs at 10 kB and 100 kB (1 =
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 
-from algorithms.registry import default_encoder_name
+from bpebench.algorithms.core.registry import default_encoder_name
 
 from . import common
 
@@ -51,7 +51,7 @@ class Disagreement:
     timeout = 300
 
     def setup(self, name, corpus):
-        from algorithms.agreement import disagreement, split_text
+        from bpebench.algorithms.pipeline.agreement import disagreement, split_text
 
         vocab = common.vocabulary()
         size = DISAGREEMENT_CORPORA[corpus]

@@ -13,7 +13,7 @@ skipped large sizes rather than as a timeout.
 
 from __future__ import annotations
 
-import corpora
+from bpebench import corpora
 
 from . import common
 

@@ -11,9 +11,9 @@ instead of paying seconds of vocabulary loading and table building.
 Implementations are named uniformly in parameters:
 
 * ``ours/<encoder>`` (pipeline suites) or ``<encoder>`` (raw suites): a registered
-  encoder; the lists come from ``algorithms.registry.encoder_names()``, so a newly
+  encoder; the lists come from ``bpebench.algorithms.core.registry.encoder_names()``, so a newly
   registered encoder appears in every suite by itself;
-* ``peer/<name>``: a peer library from ``algorithms.peers.peer_names()``.
+* ``peer/<name>``: a peer library from ``bpebench.algorithms.peers.peer_names()``.
 
 Unsupported combinations raise ``NotImplementedError`` in ``setup`` (asv's "skip").
 """
@@ -24,11 +24,11 @@ import os
 import sys
 from typing import Callable
 
-import corpora
-from algorithms.loaders import load_vocabulary
-from algorithms.registry import encoder_names, get_encoder_class, make_encoder
-from algorithms.tokenizer import Tokenizer
-from corpora.util import clip_utf8
+from bpebench import corpora
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.core.registry import encoder_names, get_encoder_class, make_encoder
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.corpora.util import clip_utf8
 
 #: the vocabulary of the raw-BPE suites (seed 001 benchmarks o200k)
 VOCAB = "o200k_base"
@@ -67,7 +67,7 @@ def encoders_with(capability: str) -> list[str]:
 
 def peer_names() -> list[str]:
     try:
-        from algorithms.peers import peer_names as names
+        from bpebench.algorithms.peers import peer_names as names
     except ImportError:
         return []
     return names()
@@ -125,8 +125,8 @@ def peer(name: str, vocab: str = VOCAB):
     key = (name, vocab)
     found = _PEERS.get(key)
     if found is None:
-        from algorithms.errors import BpebenchError
-        from algorithms.peers import make_peer
+        from bpebench.errors import BpebenchError
+        from bpebench.algorithms.peers import make_peer
 
         try:
             found = make_peer(name, vocabulary(vocab))

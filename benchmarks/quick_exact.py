@@ -28,12 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from algorithms.appending import AppendableEncoder  # noqa: E402
-from algorithms.interval import IntervalEncoding  # noqa: E402
-from algorithms.loaders import load_vocabulary  # noqa: E402
-from algorithms.registry import make_encoder  # noqa: E402
+from bpebench.algorithms.appending import AppendableEncoder  # noqa: E402
+from bpebench.algorithms.interval import IntervalEncoding  # noqa: E402
+from bpebench.algorithms.formats import load_vocabulary  # noqa: E402
+from bpebench.algorithms.core.registry import make_encoder  # noqa: E402
 
 FAST = ["backtracking", "table", "heap", "appending", "prepending"]
 

@@ -19,7 +19,7 @@ counts; numba compilation and cache loading happen in a warm-up call first):
    and one ``encode_ordinary`` call per text for both.
 4. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
    import and first cached call (its fixed costs), then for our Tokenizer once with
-   the ahead-of-time compiled fused pipeline (``algorithms/aot.py``; numba is never
+   the ahead-of-time compiled fused pipeline (``algorithms/pipeline/aot.py``; numba is never
    imported) and once with ``BPEBENCH_AOT=0`` (numba's JIT): our module imports,
    mapping ``o200k_base`` from the vocabulary cache, ``Tokenizer()``, the first
    encode; tiktoken building ``o200k_base`` from the same ranks file; the first-ever
@@ -54,12 +54,11 @@ import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import corpora  # noqa: E402
-from algorithms.loaders import _package_file, load_vocabulary  # noqa: E402
-from algorithms.patterns import resolve_pattern  # noqa: E402
-from algorithms.tokenizer import Tokenizer  # noqa: E402
+from bpebench import corpora  # noqa: E402
+from bpebench.algorithms.formats import _package_file, load_vocabulary  # noqa: E402
+from bpebench.algorithms.formats.patterns import resolve_pattern  # noqa: E402
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer  # noqa: E402
 
 VOCABS = ["cl100k_base", "o200k_base"]
 TEXTS = {"prose-en": None, "code-python": 999_000, "udhr-all": 999_000}  # bpe-openai refuses >= 1M characters
@@ -120,7 +119,7 @@ def peers(vocab, *, hf: bool) -> dict:
     except (ImportError, KeyError, ValueError) as exc:
         print(f"  (quicktok unavailable: {exc})")
     if hf:
-        from algorithms.peers import make_peer
+        from bpebench.algorithms.peers import make_peer
 
         encoding = make_peer("hf-tokenizers", vocab)
         found["hf-tokenizers"] = encoding.encode_ordinary
@@ -222,15 +221,15 @@ import time, sys, json
 t0 = time.perf_counter()
 import numpy, regex
 t1 = time.perf_counter()
-sys.path.insert(0, {repo!r})
-import algorithms.tokenizer, algorithms.loaders, algorithms.fast_pipeline, algorithms.cache
+import bpebench.algorithms.pipeline.tokenizer, bpebench.algorithms.formats
+import bpebench.algorithms.pipeline.fast_pipeline, bpebench.algorithms.cache.vocabularies
 t2 = time.perf_counter()
-vocab = algorithms.loaders.load_vocabulary("o200k_base")
+vocab = bpebench.algorithms.formats.load_vocabulary("o200k_base")
 t3 = time.perf_counter()
-import algorithms.registry
-algorithms.registry.encoder_names()  # imports every encoder module, scans entry points
+import bpebench.algorithms.core.registry
+bpebench.algorithms.core.registry.encoder_names()  # imports every encoder module, scans entry points
 t4 = time.perf_counter()
-tok = algorithms.tokenizer.Tokenizer(vocab)
+tok = bpebench.algorithms.pipeline.tokenizer.Tokenizer(vocab)
 t5 = time.perf_counter()
 assert tok.encode_ordinary("hello world") == [24912, 2375] and tok.fused
 t6 = time.perf_counter()
@@ -314,7 +313,7 @@ def table_load(runs: int) -> None:
         print(f"  ours: load_vocabulary that builds and writes the vocabulary cache {first['load_vocabulary (cache)']:6.2f}"
               f" ({first['kind']})")
         # the ahead-of-time module: a cache root with this one's vocabularies but no module
-        from algorithms.aot import cache_root
+        from bpebench.algorithms.pipeline.aot import cache_root
 
         no_module = scratch / "no-aot"
         no_module.mkdir()

@@ -15,10 +15,10 @@ import os
 import sys
 import time
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 #: modules that add sub-commands with ``register(subparsers)``
-COMMAND_MODULES = ("corpora.cli", "properties.cli", "reports.cli", "benchmarks.cli")
+COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,8 +33,8 @@ def _fail(message: str, code: int = 2) -> int:
 
 # ----------------------------------------------------------------------------- commands
 def cmd_list(args) -> int:
-    from algorithms.loaders import BUILTIN
-    from algorithms.registry import BROKEN, encoder_names, get_encoder_class
+    from bpebench.algorithms.formats import BUILTIN
+    from bpebench.algorithms.core.registry import BROKEN, encoder_names, get_encoder_class
 
     print("vocabularies:")
     for v in BUILTIN.values():
@@ -51,7 +51,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_vocab(args) -> int:
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     vocab = load_vocabulary(args.vocab)
     longest = max(range(len(vocab.tokens)), key=lambda i: len(vocab.tokens[i]))
@@ -73,15 +73,15 @@ def cmd_vocab(args) -> int:
 
 
 def _tokenizer(args):
-    from algorithms.loaders import load_vocabulary
-    from algorithms.registry import make_encoder
-    from algorithms.tokenizer import Tokenizer
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.algorithms.core.registry import make_encoder
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     vocab = load_vocabulary(args.vocab)
     if args.raw:
         encoder = make_encoder(args.algorithm, vocab) if args.algorithm else None
         if encoder is None:
-            from algorithms.registry import default_encoder_name
+            from bpebench.algorithms.core.registry import default_encoder_name
 
             encoder = make_encoder(default_encoder_name(vocab), vocab)
         return vocab, encoder, None
@@ -114,8 +114,8 @@ def cmd_encode(args) -> int:
 
 
 def cmd_decode(args) -> int:
-    from algorithms.loaders import load_vocabulary
-    from algorithms.tokenizer import Tokenizer
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     ids = []
     for raw in args.ids or sys.stdin.read().split():
@@ -141,9 +141,9 @@ SAMPLE_TEXT = (
 
 def cmd_sample(args) -> int:
     """Encode a sample with every registered algorithm: a first look at what is there."""
-    from algorithms.loaders import load_vocabulary
-    from algorithms.registry import encoder_names, get_encoder_class
-    from algorithms.tokenizer import Tokenizer
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.algorithms.core.registry import encoder_names, get_encoder_class
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     vocab = load_vocabulary(args.vocab)
     text = args.text or SAMPLE_TEXT
@@ -167,8 +167,8 @@ def cmd_sample(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    """Build the fused pipeline's ahead-of-time module (see ``algorithms/aot.py``)."""
-    from algorithms import aot
+    """Build the fused pipeline's ahead-of-time module (see ``algorithms/pipeline/aot.py``)."""
+    from bpebench.algorithms.pipeline import aot, aot_build
 
     if not aot.enabled():
         raise BpebenchError("ahead-of-time compilation is off (BPEBENCH_AOT=0 or NUMBA_DISABLE_JIT=1)")
@@ -184,7 +184,7 @@ def cmd_compile(args) -> int:
             return 0
     start = time.perf_counter()
     try:
-        target = aot.build(aot.example_plan(), force=True)
+        target = aot.build(aot_build.example_plan(), force=True)
     except aot.AotError as exc:
         raise BpebenchError(f"ahead-of-time compilation failed: {exc}") from None
     manifest, so = aot.verify_dir(target)
@@ -194,7 +194,7 @@ def cmd_compile(args) -> int:
 
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    from algorithms.loaders import DEFAULT_VOCABULARY
+    from bpebench.algorithms.formats import DEFAULT_VOCABULARY
 
     parser = _Parser(prog="bpebench", description="Benchmark and verify BPE tokenizer encoders.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

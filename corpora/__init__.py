@@ -1,6 +1,6 @@
 """Named, seeded, disk-cached inputs for tests and benchmarks.
 
->>> import corpora
+>>> from bpebench import corpora
 >>> text = corpora.get("udhr-ru", size=200)          # str: natural text
 >>> data = corpora.get("invalid-utf8", size=64)     # bytes: may be invalid UTF-8
 >>> corpora.get_bytes("random-tokens", vocab="cl100k_base", size=1000)[:4]  # doctest: +SKIP
@@ -9,10 +9,10 @@
 (adversarial ones also say why they are hard). Any existing file or directory
 path is accepted as a user corpus. Categories:
 
-* natural: ``udhr-{en,zh,ja,ko,ar,he,ru,hi,th}``, ``udhr-all``, ``prose-en`` (:mod:`corpora.natural`)
-* code: ``code-python`` (:mod:`corpora.code`)
-* random: ``random-tokens`` (:mod:`corpora.random_tokens`)
-* adversarial: :mod:`corpora.adversarial` and :mod:`corpora.search`
+* natural: ``udhr-{en,zh,ja,ko,ar,he,ru,hi,th}``, ``udhr-all``, ``prose-en`` (:mod:`bpebench.corpora.natural`)
+* code: ``code-python`` (:mod:`bpebench.corpora.code`)
+* random: ``random-tokens`` (:mod:`bpebench.corpora.random_tokens`)
+* adversarial: :mod:`bpebench.corpora.adversarial` and :mod:`bpebench.corpora.search`
 """
 
 from .registry import (
@@ -27,6 +27,7 @@ from .registry import (
     read_user_corpus,
     register_corpus,
 )
+from . import natural, code, random_tokens, adversarial, search  # noqa: E402,F401,I001  (they register)
 
 __all__ = [
     "Corpus",

@@ -3,7 +3,7 @@
 Every generator is seeded and O(size). Those that depend on a vocabulary take its
 name (``vocab=``) and pick their material from it deterministically. The two that
 need a search over the vocabulary (``backtracking-worst``, ``chunking-trap``) live
-in :mod:`corpora.search`.
+in :mod:`bpebench.corpora.search`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def lowercase_token_ids(vocab, *, min_len: int = 1) -> list[int]:
 
 
 def _load(vocab: str):
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     return load_vocabulary(vocab)
 
@@ -47,7 +47,7 @@ def run_char(*, char: str = "a", size: int = 10_000) -> str:
 
 def self_incompatible_token(vocab) -> int:
     """The longest lowercase-ASCII token ``t`` for which ``t t`` is not a valid encoding (lowest id on ties)."""
-    from algorithms.compiled import NEVER, compile_vocabulary, is_compatible
+    from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary, is_compatible
 
     tables = compile_vocabulary(vocab)
     best = -1
@@ -79,7 +79,7 @@ def run_token(*, vocab: str = "o200k_base", token: str | None = None, size: int 
 
 def one_way_pair(vocab, seed: int = 0) -> tuple[int, int]:
     """Two lowercase tokens ``a, b`` (3+ bytes) with ``a b`` valid but ``b a`` not (seeded search)."""
-    from algorithms.compiled import NEVER, compile_vocabulary, is_compatible
+    from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary, is_compatible
 
     tables = compile_vocabulary(vocab)
     ids = [t for t in lowercase_token_ids(vocab, min_len=3) if tables.priority[t] < NEVER]

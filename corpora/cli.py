@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 
 def _parse_params(args) -> dict:
@@ -36,7 +36,7 @@ def _human(n: int) -> str:
 
 
 def cmd_corpora(args) -> int:
-    import corpora
+    from bpebench import corpora
 
     if not args.name:
         if args.head is not None or args.out or args.param or args.size is not None:

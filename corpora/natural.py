@@ -20,7 +20,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 from .registry import register_corpus
 from .util import clip_utf8

@@ -36,7 +36,7 @@ def utf8_token_ids(vocab) -> list[int]:
     category="random",
 )
 def random_tokens(*, vocab: str = "o200k_base", size: int = 120_000, seed: int = 0) -> str:
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     vocabulary = load_vocabulary(vocab)
     ids = utf8_token_ids(vocabulary)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
-from algorithms.errors import BpebenchError, UnknownNameError
+from bpebench.errors import BpebenchError, UnknownNameError
 
 Kind = Literal["text", "bytes"]
 Category = Literal["natural", "code", "random", "adversarial"]
@@ -86,20 +86,15 @@ def register_corpus(
 
 
 # ----------------------------------------------------------------------------- lookups
-def _load_all() -> None:
-    # the generator modules register themselves on import
-    from . import natural, code, random_tokens, adversarial, search  # noqa: F401,I001
-
-
+# (the generator modules register on import; ``bpebench.corpora`` imports them all, and
+# importing this module imports that package first)
 def names(category: str | None = None) -> list[str]:
     """Registered corpus names (in registration order), optionally of one category."""
-    _load_all()
     return [n for n, c in _REGISTRY.items() if category is None or c.category == category]
 
 
 def corpus(name: str) -> Corpus:
     """The registered Corpus ``name``; UnknownNameError lists the known names."""
-    _load_all()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -108,7 +103,6 @@ def corpus(name: str) -> Corpus:
 
 def describe() -> dict[str, str]:
     """Name -> one-line description (``corpus(name).why_hard`` says why an adversarial one is hard)."""
-    _load_all()
     return {n: c.description for n, c in _REGISTRY.items()}
 
 

@@ -27,11 +27,11 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from numba import njit
+from bpebench.algorithms.kernels.jit import njit  # numba is imported on first use
 
-from algorithms.compiled import NEVER, compatible, compile_vocabulary
-from algorithms.errors import BpebenchError
-from algorithms.matching import build_matcher, longest_match
+from bpebench.algorithms.kernels.compiled import NEVER, compatible, compile_vocabulary
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.kernels.matching import build_matcher, longest_match
 
 from .registry import register_corpus
 from .util import repeat_to
@@ -136,7 +136,7 @@ def _utf8_multibyte_tokens(vocab) -> list[int]:
     category="adversarial",
 )
 def backtracking_worst(*, vocab: str = "o200k_base", size: int = 10_000, seed: int = 0) -> str:
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     vocabulary = load_vocabulary(vocab)
     rng = random.Random(seed)
@@ -234,7 +234,7 @@ def _trap_units(vocab, rng: random.Random) -> list[bytes]:
     category="adversarial",
 )
 def chunking_trap(*, vocab: str = "o200k_base", size: int = 10_000, seed: int = 0) -> str:
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     vocabulary = load_vocabulary(vocab)
     rng = random.Random(seed)

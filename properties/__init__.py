@@ -2,7 +2,7 @@
 
 Public API::
 
-    from properties import check_encoder, CheckResult, CHECKS, parametrize_with_checks
+    from bpebench.properties import check_encoder, CheckResult, CHECKS, parametrize_with_checks
 
     results = check_encoder(MyEncoder, vocabularies=["random", "cl100k_base"], max_examples=50)
     failures = [r for r in results if not r.ok]
@@ -12,8 +12,9 @@ Public API::
 must reject.
 """
 
-from .checks import CHECKS, Check
-from .kit import CheckResult, assert_check, check_encoder, parametrize_with_checks, replay, run_check
+from bpebench._lazy import lazy_exports
 
-__all__ = ["CHECKS", "Check", "CheckResult", "assert_check", "check_encoder", "parametrize_with_checks",
-           "replay", "run_check"]
+_EXPORTS = {"CHECKS": "checks", "Check": "checks", "CheckResult": "kit", "assert_check": "kit",
+            "check_encoder": "kit", "parametrize_with_checks": "kit", "replay": "kit", "run_check": "kit"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

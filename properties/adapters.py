@@ -4,7 +4,7 @@ The core ``Encoder`` interface is fixed (``encode``, ``count``, ``encode_pieces`
 the optional structures are reached through the encoder's declared capabilities.
 The kit accepts these spellings (the first that exists is used):
 
-* ``"appending"``: ``encoder.appendable()`` (``algorithms.appending``; also
+* ``"appending"``: ``encoder.appendable()`` (``bpebench.algorithms.appending``; also
   ``appender()``) returns an object with ``push(data: bytes)`` (or ``extend``),
   optionally ``truncate(length: int)`` (keep the first ``length`` bytes), and
   ``token_count() -> int`` (or ``count()``, ``len()``); when it has
@@ -12,7 +12,7 @@ The kit accepts these spellings (the first that exists is used):
 * ``"prepending"``: ``encoder.prependable()`` (also ``prepender()``), the same
   with ``prepend(data)`` (or ``push``) adding bytes in front and
   ``truncate(length)`` keeping the last ``length`` bytes;
-* ``"interval"``: ``encoder.interval_encoding(data)`` (``algorithms.interval``;
+* ``"interval"``: ``encoder.interval_encoding(data)`` (``bpebench.algorithms.interval``;
   also ``interval(data)``) returns an object with ``count(start, end) -> int``.
 
 Every call goes through the guard (type checks, time limit, probe).
@@ -136,7 +136,7 @@ def peer_for(vocab) -> tuple[str, Callable[[str], list[int]] | None]:
     """The peer library that encodes text with ``vocab`` exactly, as ``(name, text -> ids)``.
 
     tiktoken (built in memory from the ranks) for tiktoken vocabularies; otherwise
-    sentencepiece or HF tokenizers through ``algorithms.peers`` when they can load
+    sentencepiece or HF tokenizers through ``bpebench.algorithms.peers`` when they can load
     the vocabulary (None if no peer can).
     """
     from . import oracles
@@ -144,7 +144,7 @@ def peer_for(vocab) -> tuple[str, Callable[[str], list[int]] | None]:
     if oracles.tiktoken_ranked(vocab) and vocab.pattern:
         return "tiktoken", oracles.tiktoken_encoding(vocab).encode_ordinary
     try:
-        from algorithms import peers
+        from bpebench.algorithms import peers
     except ImportError:
         return "", None
     usable = {name for name, ok, _ in peers.peer_status(vocab) if ok}

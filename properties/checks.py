@@ -1,7 +1,7 @@
 """The conformance checks: each a named, documented property of an Encoder.
 
 A check draws a *payload* (a JSON-able dict naming its vocabulary spec and its
-input) and runs it; the kit (``properties.kit``) chooses the checks an encoder
+input) and runs it; the kit (``bpebench.properties.kit``) chooses the checks an encoder
 declares itself fit for, runs them under hypothesis and reports the minimal
 failing payload with a command that replays it.
 
@@ -37,8 +37,8 @@ from typing import Callable
 
 from hypothesis import strategies as st
 
-from algorithms.encoder import Encoder
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.core.encoder import Encoder
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 from . import adapters, oracles
 from .guard import CheckFailed, GuardedEncoder, VocabularyRefused, construct, guarded_call, refusal, shown
@@ -291,7 +291,7 @@ def _as_encoder(ctx: Context, guarded: GuardedEncoder) -> _AsEncoder:
 
 
 def check_pipeline(ctx: Context, p: dict) -> None:
-    from algorithms.tokenizer import Tokenizer
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     enc, text = ctx.encoder(p["vocab"]), p["text"]
     peer_name, peer = adapters.peer_for(enc.vocab)
@@ -346,8 +346,8 @@ def check_split_at_n(ctx: Context, p: dict) -> None:
     On ``random`` vocabularies the encoder runs alone (positions are bytes of UTF-8
     text); on real ones it runs inside a Tokenizer (the pipeline's counts).
     """
-    from algorithms.chunking import split_at_tokens
-    from algorithms.tokenizer import Tokenizer
+    from bpebench.algorithms.pipeline.chunking import split_at_tokens
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     enc, text, n = ctx.encoder(p["vocab"]), p["text"], p["n"]
     vocab = enc.vocab

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import time
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 
 def _vocab_list(values: list[str] | None, default) -> list[str]:
@@ -33,7 +33,7 @@ def _vocab_list(values: list[str] | None, default) -> list[str]:
 
 def _check_named_vocabularies(specs) -> None:
     """A vocabulary the user named must exist (a built-in whose package is missing is only n/a)."""
-    from algorithms.loaders import BUILTIN
+    from bpebench.algorithms.formats import BUILTIN
 
     from .vocabularies import available
 
@@ -108,7 +108,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_fuzz(args) -> int:
-    from algorithms.registry import encoder_names
+    from bpebench.algorithms.core.registry import encoder_names
 
     from .kit import DEFAULT_VOCABULARIES, check_encoder, resolve_target
 

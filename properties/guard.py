@@ -13,7 +13,7 @@ check*, never crash. Three layers do that:
   pytest-timeout.
 * Compiled code (numba holds the GIL and never checks signals) cannot be
   interrupted in-process. The kit therefore runs checks in a worker process
-  (``properties.worker``); before each call the guard writes the input into a
+  (``bpebench.properties.worker``); before each call the guard writes the input into a
   shared :class:`Probe` file, so when the parent kills a hung worker it still knows
   which input hung.
 """
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 
 class CheckFailed(AssertionError):

@@ -6,7 +6,7 @@
 True
 
 Which checks run is decided by the encoder's declared ``capabilities`` (see
-``properties.checks``). Each (check, vocabulary) runs as one hypothesis test; a
+``bpebench.properties.checks``). Each (check, vocabulary) runs as one hypothesis test; a
 failure is shrunk to a minimal payload, recorded in a :class:`CheckResult` with a
 ``bpebench verify ... --example ...`` command that replays exactly that case.
 
@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from algorithms.errors import BpebenchError, UnknownNameError
+from bpebench.errors import BpebenchError, UnknownNameError
 
 from . import oracles
 from .adapters import Incremental
@@ -115,7 +115,7 @@ def resolve_target(target) -> tuple[type, str]:
         return target, spec
     text = str(target)
     if ":" not in text:
-        from algorithms.registry import get_encoder_class
+        from bpebench.algorithms.core.registry import get_encoder_class
 
         return get_encoder_class(text), text
     module_name, _, qualname = text.partition(":")
@@ -460,7 +460,7 @@ def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeo
             job = dict(target=target, items=remaining, max_examples=max_examples, call_timeout=call_timeout,
                        profile=profile, probe=probe_path)
             with open(stderr_path, "wb") as err:
-                proc = subprocess.Popen([sys.executable, "-m", "properties.worker"], stdin=subprocess.PIPE,
+                proc = subprocess.Popen([sys.executable, "-m", "bpebench.properties.worker"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
             lines: queue.Queue = queue.Queue()
             threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()

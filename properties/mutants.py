@@ -2,7 +2,7 @@
 
 Every mutant claims to be exact (and some claim ``appending`` / ``interval``), so a
 kit that lets one pass is a kit with a hole. ``properties/test_mutants.py`` runs
-``bpebench verify properties.mutants:<Name>`` on each and requires a failure with a
+``bpebench verify bpebench.properties.mutants:<Name>`` on each and requires a failure with a
 minimal counterexample under the ``ci`` profile.
 
 The ``Control*`` classes are the same code without the bug; the kit must pass
@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from algorithms.compiled import NEVER, compile_vocabulary, pair_lookup
-from algorithms.encoder import Encoder
-from algorithms.naive import bpe_reference
+from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary, pair_lookup
+from bpebench.algorithms.core.encoder import Encoder
+from bpebench.algorithms.kernels.reference import bpe_reference
 
 from .oracles import table_encode
 
@@ -196,7 +196,7 @@ class CountUsesGreedyFastPath(_ReferenceLike):
 
 # ----------------------------------------------------------------------------- the prefix table with a compatibility test
 def _compatible(tables, a: int, b: int, *, strict: bool = True, tie_rule: bool = True) -> bool:
-    """Python port of ``algorithms.compiled.compatible`` with two knobs for bugs."""
+    """Python port of ``bpebench.algorithms.kernels.compiled.compatible`` with two knobs for bugs."""
     priority, split_left, split_right = tables.priority, tables.split_left, tables.split_right
     limit = int(NEVER) + 1
     while True:

@@ -1,6 +1,6 @@
 """Independent oracles the properties compare against.
 
-Everything here is derived from the definition (``algorithms.naive``) or from a
+Everything here is derived from the definition (``bpebench.algorithms.naive``) or from a
 peer library, never from the compiled tables the fast encoders share, so a bug
 in those tables cannot hide itself.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from algorithms.naive import bpe_reference
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 
 def reference(vocab: Vocabulary, data: bytes) -> list[int]:
@@ -104,7 +104,7 @@ def tiktoken_ranked(vocab: Vocabulary) -> bool:
 def _tiktoken_encoding(vocab: Vocabulary):
     import tiktoken
 
-    from algorithms.patterns import resolve_pattern
+    from bpebench.algorithms.formats.patterns import resolve_pattern
 
     pattern = resolve_pattern(vocab.pattern) if vocab.pattern else r"[\s\S]+"
     return tiktoken.Encoding(

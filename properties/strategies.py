@@ -3,7 +3,7 @@
 Vocabularies are drawn too, not only inputs: :func:`trained_specs` trains a small
 BPE vocabulary (both the ``ranks`` and the ``merges`` rule, ids shuffled so that
 priorities differ from ids) on drawn text, and shrinks toward tiny vocabularies.
-A vocabulary travels as its spec string (``properties.vocabularies``) so that a
+A vocabulary travels as its spec string (``bpebench.properties.vocabularies``) so that a
 counterexample names the exact vocabulary it needs.
 
 Inputs are biased toward the vocabulary: concatenations of its tokens, slices of
@@ -21,7 +21,7 @@ import random
 
 from hypothesis import strategies as st
 
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 from .vocabularies import (
     alphabet_of,
@@ -89,7 +89,7 @@ def trained_specs(
     max_merges: int = 120,
     small_alphabet_only: bool = False,
 ) -> str:
-    """A spec of a vocabulary trained on drawn text (see ``properties.vocabularies``)."""
+    """A spec of a vocabulary trained on drawn text (see ``bpebench.properties.vocabularies``)."""
     texts = draw(st.lists(training_chunk(small_alphabet_only=small_alphabet_only), min_size=1, max_size=4))
     rule = rule or draw(st.sampled_from(["ranks", "merges"]))
     return trained_spec(

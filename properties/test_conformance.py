@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from algorithms.registry import encoder_names, get_encoder_class, make_encoder
-from algorithms.tokenizer import Tokenizer
+from bpebench.algorithms.core.registry import encoder_names, get_encoder_class, make_encoder
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 from .kit import assert_check, parametrize_with_checks
 from .settings import scaled

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import assume, example, find, given, settings
 from hypothesis import strategies as st
 
-from algorithms.compiled import compile_vocabulary, is_compatible
-from algorithms.naive import bpe_reference
+from bpebench.algorithms.kernels.compiled import compile_vocabulary, is_compatible
+from bpebench.algorithms.kernels.reference import bpe_reference
 
 from .oracles import (
     brute_compatible,

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from algorithms.naive import bpe_reference
+from bpebench.algorithms.kernels.reference import bpe_reference
 
 from .checks import CHECKS, payload_from_json, payload_to_json
 from .guard import CallTimeout, CheckFailed, GuardedEncoder, Probe, as_ids, cpu_time_limit
@@ -106,18 +106,18 @@ def test_probe_shares_the_current_input(tmp_path):
 
 
 def test_every_check_is_documented_in_the_module_table():
-    import properties.checks as checks_module
+    from bpebench.properties import checks as checks_module
 
     for check_id in CHECKS:
         assert f"``{check_id}``" in checks_module.__doc__
 
 
 def test_resolve_target_accepts_classes_names_and_paths():
-    from algorithms.naive import NaiveEncoder
+    from bpebench.algorithms.naive import NaiveEncoder
 
     assert resolve_target("naive")[0] is NaiveEncoder
-    assert resolve_target("algorithms.naive:NaiveEncoder") == (NaiveEncoder, "algorithms.naive:NaiveEncoder")
-    assert resolve_target(NaiveEncoder)[1] == "algorithms.naive:NaiveEncoder"
+    assert resolve_target("bpebench.algorithms.naive:NaiveEncoder") == (NaiveEncoder, "bpebench.algorithms.naive:NaiveEncoder")
+    assert resolve_target(NaiveEncoder)[1] == "bpebench.algorithms.naive:NaiveEncoder"
 
 
 def test_profiles_are_registered_and_ci_is_derandomized():
@@ -165,14 +165,14 @@ def test_out_of_order_vocabulary_is_refused_not_failed_and_heap_passes():
     assert refused.passed is None and "out of priority order" in refused.message, refused.message
     assert replay("heap", "token-bytes", payload).passed
     # named as the vocabulary of a whole check, the refusal is n/a before anything runs
-    from algorithms.registry import get_encoder_class
+    from bpebench.algorithms.core.registry import get_encoder_class
 
     result = run_check(get_encoder_class("table"), "equals-naive", payload["vocab"], max_examples=5)
     assert result.passed is None and "refuses" not in result.message and "priority order" in result.message
 
 
 def test_drawn_vocabularies_an_encoder_refuses_are_redrawn_and_counted():
-    from algorithms.naive import NaiveEncoder
+    from bpebench.algorithms.naive import NaiveEncoder
 
     from .kit import run_check
 

@@ -1,6 +1,6 @@
 """The kit's own test: ``bpebench verify`` rejects every mutant and passes correct encoders.
 
-Each mutant in ``properties.mutants`` is one realistic bug. Under the ``ci``
+Each mutant in ``bpebench.properties.mutants`` is one realistic bug. Under the ``ci``
 profile (derandomized) verify must exit 1, show a short counterexample, and
 print a reproduction command that, run as printed, fails again. The controls
 (the same code without the bug) and the registered exact encoders must pass, so a
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from algorithms.registry import default_encoder_name
+from bpebench.algorithms.core.registry import default_encoder_name
 from bpebench.cli import main
 
 from .mutants import CONTROLS, MUTANTS, HangsInCompiledCode
@@ -44,7 +44,7 @@ def _failures(out: str) -> list[tuple[str, bytes, str]]:
 def test_verify_rejects_mutant_with_a_minimal_counterexample(mutant, capsys):
     # a hang costs a CPU-time limit per attempt while shrinking: two checks show it
     only = ["--check", "output-types,equals-naive"] if mutant == "HangsOnRareInput" else []
-    code, out = _verify(capsys, f"properties.mutants:{mutant}", *FAST, *only)
+    code, out = _verify(capsys, f"bpebench.properties.mutants:{mutant}", *FAST, *only)
     assert code == 1, out
     failures = _failures(out)
     assert failures, out
@@ -52,7 +52,7 @@ def test_verify_rejects_mutant_with_a_minimal_counterexample(mutant, capsys):
     assert shortest <= 9, out  # shrunk: the longest minimal case here needs a 9-byte token
     check, counterexample, command = failures[0]
     argv = shlex.split(command)
-    assert argv[:3] == ["bpebench", "verify", f"properties.mutants:{mutant}"]
+    assert argv[:3] == ["bpebench", "verify", f"bpebench.properties.mutants:{mutant}"]
     code, replayed = _verify(capsys, *argv[2:], "--no-isolate", "--call-timeout", "0.3")
     assert code == 1 and "FAIL" in replayed, replayed
 
@@ -61,7 +61,7 @@ def test_verify_kills_a_worker_hung_in_compiled_code():
     """numba holds the GIL: only the parent's watchdog can stop it. The check fails with the
     input the worker was on, and a fresh worker runs the remaining checks."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bpebench", "verify", "properties.mutants:HangsInCompiledCode", "--profile", "ci",
+        [sys.executable, "-m", "bpebench", "verify", "bpebench.properties.mutants:HangsInCompiledCode", "--profile", "ci",
          "--vocab", "random", "--check", "output-types,round-trip", "--timeout", "4"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -73,7 +73,7 @@ def test_verify_kills_a_worker_hung_in_compiled_code():
 
 @pytest.mark.parametrize("control", [c.__name__ for c in CONTROLS])
 def test_verify_passes_the_controls(control, capsys):
-    code, out = _verify(capsys, f"properties.mutants:{control}", *FAST)
+    code, out = _verify(capsys, f"bpebench.properties.mutants:{control}", *FAST)
     assert code == 0, out
     assert "FAIL" not in out
 
@@ -98,7 +98,7 @@ def test_verify_reports_approximate_encoders_as_expected_failures(capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["nosuchmodule.x:Y"], "cannot import module"),
-    (["properties.mutants:NoSuchClass"], "unknown class"),
+    (["bpebench.properties.mutants:NoSuchClass"], "unknown class"),
     (["no-such-algorithm"], "unknown algorithm"),
     (["naive", "--check", "no-such-check"], "unknown check"),
     (["naive", "--check", "equals-naive", "--example", "{not json"], "not valid JSON"),
@@ -113,7 +113,7 @@ def test_verify_user_mistakes_are_one_line_and_exit_2(args, message, capsys):
 
 
 def test_fuzz_reports_a_mutant(capsys):
-    code = main(["fuzz", "--algorithm", "properties.mutants:DropsLastByteOnOddLength", "--minutes", "0.01",
+    code = main(["fuzz", "--algorithm", "bpebench.properties.mutants:DropsLastByteOnOddLength", "--minutes", "0.01",
                  "--vocab", "seed", "--max-examples", "20"])
     out = capsys.readouterr().out
     assert code == 1, out

@@ -19,7 +19,7 @@ check prints a reproduction command that rebuilds exactly the same vocabulary:
   (``merges`` rule only, optional) seeds removing about a quarter of the merges
   from the list while keeping their tokens, as pruned HF merge lists do: those
   tokens become unreachable, and pairs that spell a token need not merge;
-* anything else is passed to :func:`algorithms.loaders.load_vocabulary`
+* anything else is passed to :func:`bpebench.algorithms.formats.load_vocabulary`
   (``cl100k_base``, ``o200k_base``, ``mistral_v1``, a path, ...).
 
 Resolution is memoised per process (real vocabularies load once per session).
@@ -38,9 +38,9 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
-from algorithms.compiled import NEVER
-from algorithms.errors import BpebenchError, VocabularyError
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.kernels.compiled import NEVER
+from bpebench.errors import BpebenchError, VocabularyError
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 SEED_TOKENS = [b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
 
@@ -121,7 +121,7 @@ def train_bpe(
         for rank, (_, _, merged) in enumerate(merge_list):
             priority[permutation[merged]] = len(base) + rank
         return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="ranks",
-                          source="properties.vocabularies.train_bpe")
+                          source="bpebench.properties.vocabularies.train_bpe")
     priority = np.full(len(tokens), NEVER, dtype=np.int64)
     for old in range(len(base)):
         priority[permutation[old]] = -1
@@ -143,7 +143,7 @@ def train_bpe(
         if priority[permutation[merged]] == NEVER:
             priority[permutation[merged]] = rank
     return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="merges", merges=merge_table,
-                      source="properties.vocabularies.train_bpe")
+                      source="bpebench.properties.vocabularies.train_bpe")
 
 
 def _resplit(merge_list, tokens: list[bytes], n_base: int, rng: random.Random):
@@ -231,7 +231,7 @@ def resolve(spec: str) -> Vocabulary:
         vocab = train_bpe(texts, name="trained", **params)
         vocab.source = spec
         return vocab
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     return load_vocabulary(spec)
 

@@ -1,9 +1,9 @@
-"""The kit's worker process: ``python -m properties.worker`` runs checks sent as JSON on stdin.
+"""The kit's worker process: ``python -m bpebench.properties.worker`` runs checks sent as JSON on stdin.
 
 Protocol (one line each, on the original stdout; the encoder's own prints go to stderr):
 ``START ["check-id", "kind"]`` before a check, ``RESULT {CheckResult JSON}`` after it,
 ``ERROR "message"`` for a user mistake (unknown class...). The parent
-(``properties.kit``) enforces the per-check time limit and kills this process
+(``bpebench.properties.kit``) enforces the per-check time limit and kills this process
 when a check overruns; the guard's probe file tells it which input was running.
 """
 
@@ -20,7 +20,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     job = json.loads(sys.stdin.read())
 
-    from algorithms.errors import BpebenchError
+    from bpebench.errors import BpebenchError
 
     from .checks import Context, payload_from_json
     from .guard import Probe

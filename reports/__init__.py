@@ -2,7 +2,7 @@
 
 Public API::
 
-    from reports import PRESETS, ResultStore, RunContext, run_sweep, render, compare_dirs, import_asv
+    from bpebench.reports import PRESETS, ResultStore, RunContext, run_sweep, render, compare_dirs, import_asv
 
     ctx = RunContext(plan=PRESETS["quick"], store=ResultStore("report"), vocab_names=["o200k_base"])
     run_sweep(ctx)              # appends every measurement to report/*.csv as it is taken
@@ -16,12 +16,10 @@ what); ``analysis``, ``plots``, ``html``, ``render`` (the page); ``compare``
 (two runs), ``asv_import`` (asv results), ``browser`` (headless Chromium checks).
 """
 
-from .asv_import import import_asv
-from .compare import compare_dirs
-from .plan import FULL, PRESETS, QUICK, SweepPlan
-from .render import SECTIONS, render
-from .store import ResultStore
-from .sweep import RunContext, run_sweep, stage_names
+from bpebench._lazy import lazy_exports
 
-__all__ = ["FULL", "PRESETS", "QUICK", "SECTIONS", "ResultStore", "RunContext", "SweepPlan", "compare_dirs",
-           "import_asv", "render", "run_sweep", "stage_names"]
+_EXPORTS = {"import_asv": "asv_import", "compare_dirs": "compare", "FULL": "plan", "PRESETS": "plan",
+            "QUICK": "plan", "SweepPlan": "plan", "SECTIONS": "render", "render": "render",
+            "ResultStore": "store", "run_sweep": "sweep", "stage_names": "sweep", "RunContext": "tasks"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,6 @@
 """From stored rows to the numbers a reader wants: exponents, throughput, ratios, verdicts.
 
-Pure functions over the DataFrames of :class:`~reports.store.ResultStore`
+Pure functions over the DataFrames of :class:`~bpebench.reports.store.ResultStore`
 (nothing is measured here). Scaling exponents are least-squares slopes of
 log(time) against log(size) over the larger measured sizes, where
 fixed per-call overhead no longer dominates. Ratios to tiktoken use the peer

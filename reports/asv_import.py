@@ -27,7 +27,7 @@ import json
 import re
 from pathlib import Path
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 from .store import ResultStore
 
@@ -178,7 +178,7 @@ def import_asv(results_dir: str | Path, out: str | Path) -> int:
                             "(expected <machine>/machine.json and <commit>-*.json)")
     benchmarks = _read_json(results_dir / "benchmarks.json") if (results_dir / "benchmarks.json").exists() else {}
     try:
-        from algorithms.peers import peer_names
+        from bpebench.algorithms.peers import peer_names
 
         peers = set(peer_names())
     except ImportError:

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 #: flags that keep headless Chromium offline, quiet and free of first-run work
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

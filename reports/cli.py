@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 DEFAULT_OUT = "report"
 
@@ -83,12 +83,13 @@ def cmd_report(args) -> int:
 
 
 def _measure(args, out: Path) -> int:
-    from algorithms.loaders import BUILTIN, DEFAULT_VOCABULARY, load_vocabulary
+    from bpebench.algorithms.formats import BUILTIN, DEFAULT_VOCABULARY, load_vocabulary
 
     from .plan import PRESETS
     from .store import ResultStore
     from .subjects import select_encoders
-    from .sweep import RunContext, run_sweep, stage_names
+    from .sweep import run_sweep, stage_names
+    from .tasks import RunContext
 
     plan = PRESETS[args.preset or "quick"]
     vocabs = _names(args.vocab)
@@ -114,7 +115,7 @@ def _measure(args, out: Path) -> int:
     if stages:
         unknown = [s for s in stages if s not in stage_names()]
         if unknown:
-            from algorithms.errors import UnknownNameError
+            from bpebench.errors import UnknownNameError
 
             raise UnknownNameError("stage", unknown[0], stage_names())
         stages = [s for s in stage_names() if s in stages]
@@ -140,13 +141,13 @@ def _check_corpora(names: list[str] | None) -> None:
     if not names:
         return
     try:
-        from corpora import names as corpus_names
+        from bpebench.corpora import names as corpus_names
     except ImportError:
         return
     known = corpus_names()
     for name in names:
         if name not in known and not Path(name).exists():
-            from algorithms.errors import UnknownNameError
+            from bpebench.errors import UnknownNameError
 
             raise UnknownNameError("corpus", name, known)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 from .analysis import measured
 from .html import esc, page, ratio, seconds, table

@@ -1,23 +1,18 @@
-"""Inputs for a report: corpora from ``corpora`` by category, and small fallbacks.
+"""Inputs for a report: corpora from ``bpebench.corpora`` by category.
 
 The report never names a corpus in its code: it asks the corpus registry for the
 names in each category (``natural``, ``code``, ``random`` for throughput and
 agreement; ``adversarial`` for the worst case) and takes the first one of each in
-``--quick``, all of them in ``--full``. If the ``corpora`` package cannot be
-imported, two built-in fallbacks keep the report working: random-token text (the
-seed paper's benchmark input) and a run of random lowercase letters (one
-pre-token, i.e. unsplittable). Everything is seeded; O(size) per input.
+``--quick``, all of them in ``--full``. Everything is seeded; O(size) per input.
 """
 
 from __future__ import annotations
 
-import importlib
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 #: categories of ordinary text (``user``: files or directories given by path with ``--corpora``)
 TEXT_CATEGORIES = ("natural", "code", "random", "user")
@@ -40,15 +35,6 @@ class Source:
         return size if self.available is None else min(size, self.available(size))
 
 
-def _registry():
-    try:
-        return importlib.import_module("corpora.registry")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("corpora", "corpora.registry"):
-            return None
-        raise
-
-
 def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_category: int | None,
                    wanted: list[str] | None = None, keep: Callable[[Source], bool] | None = None,
                    min_bytes: int = 0) -> tuple[list[Source], str]:
@@ -58,10 +44,8 @@ def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_catego
     ``min_bytes`` of distinct text (so a short text is not repeated to size when a long one
     exists). ``wanted`` (corpus names or paths) overrides the cut.
     """
-    registry = _registry()
-    if registry is None:
-        found = [s for s in _fallbacks(vocab) if s.category in categories and (keep is None or keep(s))]
-        return found, "corpora package not available: built-in random-token and letter-run inputs used"
+    from bpebench.corpora import registry
+
     sources = []
     for category in categories:
         chosen = []
@@ -94,7 +78,7 @@ def is_unsplittable(vocab: Vocabulary, source: Source, *, sample_bytes: int = 2_
     """True if the vocabulary's pre-tokenizer leaves a sample of ``source`` as one piece (>= 90 %)."""
     if not vocab.pattern:
         return True
-    from algorithms.pretokenize import RegexPretokenizer
+    from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer
 
     text = source.text(sample_bytes)
     if not text:
@@ -133,7 +117,7 @@ def _registry_source(registry, name: str, vocab: Vocabulary) -> Source:
 def _user_source(registry, path: str) -> Source:
     """A file or directory given by path: its bytes (UTF-8, undecodable bytes replaced), repeated to size."""
     if not Path(path).exists():
-        from algorithms.errors import UnknownNameError
+        from bpebench.errors import UnknownNameError
 
         raise UnknownNameError("corpus", path, registry.names())
 
@@ -146,7 +130,7 @@ def _user_source(registry, path: str) -> Source:
 
 
 def _is_builtin(name: str) -> bool:
-    from algorithms.loaders import BUILTIN
+    from bpebench.algorithms.formats import BUILTIN
 
     return name in BUILTIN
 
@@ -161,40 +145,6 @@ def _at_least(text: str, size: int) -> str:
 
 
 # ----------------------------------------------------------------------------- fallbacks
-def _fallbacks(vocab: Vocabulary) -> list[Source]:
-    return [
-        Source("random-tokens", "random", lambda size: random_token_text(vocab, size),
-               "decoded random token ids (seed 0)"),
-        Source("letter-run", "adversarial", letter_run,
-               "random lowercase letters without spaces", "one pre-token of any length"),
-    ]
-
-
-def random_token_text(vocab: Vocabulary, size: int, *, seed: int = 0) -> str:
-    """About ``size`` bytes of text made of random tokens that are valid UTF-8 on their own."""
-    rng = random.Random(seed)
-    ids = [i for i, t in enumerate(vocab.tokens) if _utf8(t)]
-    out, total = [], 0
-    while total < size:
-        token = vocab.tokens[rng.choice(ids)]
-        out.append(token)
-        total += len(token)
-    return b"".join(out)[:size].decode("utf-8", "ignore")
-
-
-def letter_run(size: int, *, seed: int = 0) -> str:
-    rng = random.Random(seed)
-    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size))
-
-
-def _utf8(token: bytes) -> bool:
-    try:
-        token.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return bool(token)
-
-
 def chunks(data: bytes, *, count: int, size: int) -> list[bytes]:
     """``count`` evenly spaced slices of ``size`` bytes from ``data`` (fewer if it is short)."""
     if not data:

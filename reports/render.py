@@ -78,8 +78,8 @@ class Report:
 
 def _registered(name: str) -> dict:
     """What the registry declares about an encoder (for results that did not record it, e.g. asv)."""
-    from algorithms.errors import UnknownNameError
-    from algorithms.registry import get_encoder_class
+    from bpebench.errors import UnknownNameError
+    from bpebench.algorithms.core.registry import get_encoder_class
 
     try:
         cls = get_encoder_class(name)
@@ -500,7 +500,7 @@ def _conformance(report: Report) -> str:
             cells.append((f'<span title="{esc(status)}">{symbol}</span>', cls + " sym"))
         rows.append([esc(subject), esc(vocab), *cells])
     headers = ["encoder", "vocabulary", *(esc(c).replace("-", "-<wbr>") for c in checks)]
-    out = ["<p>Every check of <code>properties.check_encoder</code> per encoder and vocabulary (<i>random</i>: "
+    out = ["<p>Every check of <code>bpebench.properties.check_encoder</code> per encoder and vocabulary (<i>random</i>: "
            "small vocabularies trained per example). ✓ pass · ✗ <b>fail</b> · ≈ an exactness check failing, "
            "as expected, on an encoder that declares itself approximate · <span class='muted'>·</span> not "
            "applicable (the encoder does not declare the capability the check needs).</p>",

@@ -7,8 +7,8 @@
   ``pieces`` (the pre-tokenized pieces of the same slices: what an encoder sees
   inside a tokenizer, the fair number for approximate encoders). Peers are
   compared in ``pipeline`` mode: their whole tokenizer against a Tokenizer
-  running ``naive``. Encoder statistics come from ``algorithms.agreement``.
-* ``conformance``: ``properties.check_encoder`` on every encoder; each check's
+  running ``naive``. Encoder statistics come from ``bpebench.algorithms.pipeline.agreement``.
+* ``conformance``: ``bpebench.properties.check_encoder`` on every encoder; each check's
   outcome and, on failure, its minimal counterexample.
 
 Cost: naive is O(n^2) per input, hence the small slices (``agreement_input_bytes``).
@@ -16,21 +16,20 @@ Cost: naive is O(n^2) per input, hence the small slices (``agreement_input_bytes
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 
-from algorithms.agreement import disagreement, split_text
-from algorithms.encoder import Encoder
-from algorithms.registry import make_encoder
-from algorithms.tokenizer import Tokenizer
+from bpebench.algorithms.pipeline.agreement import disagreement, split_text
+from bpebench.algorithms.core.encoder import Encoder
+from bpebench.algorithms.core.registry import make_encoder
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 from .inputs import TEXT_CATEGORIES, chunks, is_unsplittable
 from .subjects import Subject
-from .sweep import RunContext, Task, stage
+from .tasks import RunContext, Task, stage
 
 
 class _RawShim(Encoder):
-    """A peer's raw BPE entry point seen as an Encoder (for ``algorithms.agreement``)."""
+    """A peer's raw BPE entry point seen as an Encoder (for ``bpebench.algorithms.pipeline.agreement``)."""
 
     def __init__(self, subject: Subject, vocabulary) -> None:
         super().__init__(vocabulary)
@@ -144,23 +143,10 @@ def _compare_pipeline(subject: Subject, naive_tokenizer: Tokenizer, texts: list[
 
 
 # ----------------------------------------------------------------------------- conformance
-def conformance_kit():
-    """``properties.check_encoder`` or None when the kit is not there (yet)."""
-    try:
-        module = importlib.import_module("properties")
-    except ModuleNotFoundError as exc:
-        if exc.name == "properties":
-            return None
-        raise
-    return getattr(module, "check_encoder", None)
-
-
 @stage("conformance", "Conformance kit")
 def conformance_tasks(ctx: RunContext) -> list[Task]:
-    check_encoder = conformance_kit()
-    if check_encoder is None:
-        ctx.note("conformance", "not available: properties.check_encoder is not importable in this checkout")
-        return []
+    from bpebench.properties import check_encoder
+
     vocabularies = ["random", *ctx.vocab_names] if ctx.plan.conformance_real_vocabularies else ["random"]
     ctx.note("conformance", f"kit run on vocabularies {', '.join(vocabularies)} ('random': small vocabularies "
                             f"trained per example), {ctx.plan.conformance_examples} examples per check")

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from algorithms.registry import default_encoder_name
+from bpebench.algorithms.core.registry import default_encoder_name
 
 from .inputs import TEXT_CATEGORIES
 from .stages_timing import _timing_key, series_task
 from .subjects import Subject
-from .sweep import RunContext, Task, stage
+from .tasks import RunContext, Task, stage
 
 #: capability -> (factory method on the encoder, growing method on what it returns, operation label)
 GROWING = {

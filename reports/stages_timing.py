@@ -19,12 +19,12 @@ import math
 import time
 from typing import Callable
 
-from algorithms.compiled import compile_vocabulary
-from algorithms.loaders import BUILTIN, load_path
+from bpebench.algorithms.kernels.compiled import compile_vocabulary
+from bpebench.algorithms.formats import BUILTIN, load_path
 
 from .inputs import TEXT_CATEGORIES, Source, is_unsplittable
 from .subjects import Subject
-from .sweep import RunContext, Task, stage
+from .tasks import RunContext, Task, stage
 from .timing import measure
 
 #: extrapolation exponent used while only one size of a series is known

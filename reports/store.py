@@ -24,7 +24,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from algorithms.errors import BpebenchError
+from bpebench.errors import BpebenchError
 
 #: file name -> columns; the first ``KEY_COLUMNS[file]`` columns identify a row
 TABLES: dict[str, tuple[str, ...]] = {

@@ -1,7 +1,7 @@
 """What a report measures: every registered encoder and every installed peer, found, never named.
 
-A :class:`Subject` wraps either an encoder from ``algorithms.registry`` or a peer
-from ``algorithms.peers`` (every peer ``peer_status(vocab)`` says can tokenize the
+A :class:`Subject` wraps either an encoder from ``bpebench.algorithms.core.registry`` or a peer
+from ``bpebench.algorithms.peers`` (every peer ``peer_status(vocab)`` says can tokenize the
 vocabulary, built by ``make_peer``) behind the same few callables:
 
 * ``raw(data: bytes) -> ids``: BPE over the bytes, no pre-tokenization (None if
@@ -10,22 +10,21 @@ vocabulary, built by ``make_peer``) behind the same few callables:
   special tokens as text);
 * ``decode(ids)``: back to text or bytes.
 
-Peers are reached defensively: if ``algorithms.peers`` is missing, or a peer is
+Peers are reached defensively: if ``bpebench.algorithms.peers`` is missing, or a peer is
 not installed or fails to build, the report says so instead of failing. O(1) per lookup; building
 a subject costs what building its encoder / peer costs (that is timed).
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from algorithms.encoder import Encoder
-from algorithms.registry import encoder_names, get_encoder_class
-from algorithms.tokenizer import Tokenizer
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.core.encoder import Encoder
+from bpebench.algorithms.core.registry import encoder_names, get_encoder_class
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 
 @dataclass
@@ -73,38 +72,23 @@ def select_encoders(wanted: list[str] | None) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- peers
-def peers_module():
-    """``algorithms.peers`` or None when it is not there (yet)."""
-    try:
-        return importlib.import_module("algorithms.peers")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("algorithms.peers",):
-            return None
-        raise
-
-
 def peer_subjects(vocab: Vocabulary, wanted: list[str] | None = None) -> tuple[list[Subject], list[str]]:
     """Every installed peer that supports ``vocab`` (or those in ``wanted``) as a Subject, and notes
     for the page: why the other known peers are absent."""
-    module = peers_module()
-    if module is None or not hasattr(module, "available_peers"):
-        return [], ["peers: module not available"]
-    status = getattr(module, "peer_status", None)
+    from bpebench.algorithms.peers import make_peer, peer_status
+
     notes: list[str] = []
-    if status is not None and hasattr(module, "make_peer"):
-        found = []
-        for name, ok, reason in status(vocab):
-            if wanted and name not in wanted:
-                continue
-            if not ok:
-                notes.append(f"peer {name} left out for {vocab.name}: {reason}")
-                continue
-            try:
-                found.append(module.make_peer(name, vocab))
-            except Exception as exc:  # a peer that fails to build is reported, not fatal
-                notes.append(f"peer {name} could not be built for {vocab.name}: {type(exc).__name__}: {exc}")
-    else:
-        found = [p for p in module.available_peers(vocab) if not wanted or _peer_name(p) in wanted]
+    found = []
+    for name, ok, reason in peer_status(vocab):
+        if wanted and name not in wanted:
+            continue
+        if not ok:
+            notes.append(f"peer {name} left out for {vocab.name}: {reason}")
+            continue
+        try:
+            found.append(make_peer(name, vocab))
+        except Exception as exc:  # a peer that fails to build is reported, not fatal
+            notes.append(f"peer {name} could not be built for {vocab.name}: {type(exc).__name__}: {exc}")
     subjects = [_peer_subject(peer) for peer in found]
     for subject in subjects:
         if subject.handle is not None and getattr(subject.handle, "same_ids", None) is False:

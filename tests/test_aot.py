@@ -1,5 +1,5 @@
-"""The fused pipeline's ahead-of-time module (``algorithms/aot.py``) and the lazy ``njit``
-(``algorithms/jit.py``).
+"""The fused pipeline's ahead-of-time module (``algorithms/pipeline/aot.py``) and the lazy ``njit``
+(``algorithms/kernels/jit.py``).
 
 Oracles: the JIT kernels on the same plan, and the committed golden ids. The module is
 built once per session with ``bpebench compile`` into the cache the tests use (a no-op
@@ -21,11 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from algorithms import aot
-from algorithms.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch, unsupported_reason
-from algorithms.loaders import load_vocabulary
-from algorithms.tokenizer import Tokenizer
-from properties.strategies import pipeline_texts
+from bpebench.algorithms.pipeline import aot
+from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch, unsupported_reason
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.properties.strategies import pipeline_texts
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((REPO / "tests" / "golden" / "golden.json").read_text(encoding="utf-8"))
@@ -187,7 +187,7 @@ def test_plans_of_other_types_are_refused(pipelines, aot_module):
 # ============================================================================= fresh processes
 FRESH = (
     "import json, sys\n"
-    "from algorithms.tokenizer import Tokenizer\n"
+    "from bpebench.algorithms.pipeline.tokenizer import Tokenizer\n"
     "tok = Tokenizer('o200k_base')\n"
     "ids = tok.encode('hello world <|endoftext|> caf\\u00e9', allowed_special='all')\n"
     "batch = tok.encode_ordinary_batch(['a b', '', 'c'])\n"
@@ -291,13 +291,13 @@ def test_damaged_module_is_replaced_by_a_build(aot_module, pipelines, tmp_path, 
 # ============================================================================= the lazy njit
 LAZY = (
     "import json, sys\n"
-    "import algorithms.fast_pipeline as fp, algorithms.backtracking as bt, algorithms.registry as r\n"
-    "from algorithms.jit import LazyDispatcher, njit\n"
+    "import bpebench.algorithms.pipeline.fast_pipeline as fp, bpebench.algorithms.backtracking as bt, bpebench.algorithms.core.registry as r\n"
+    "from bpebench.algorithms.kernels.jit import LazyDispatcher, njit\n"
     "r.encoder_names()\n"
     "before = ['numba' in sys.modules, type(bt.backtrack_piece) is LazyDispatcher,\n"
     "          type(fp.backtrack_piece) is LazyDispatcher]\n"
-    "from algorithms.loaders import load_vocabulary\n"
-    "from algorithms.registry import make_encoder\n"
+    "from bpebench.algorithms.formats import load_vocabulary\n"
+    "from bpebench.algorithms.core.registry import make_encoder\n"
     "ids = make_encoder('backtracking', load_vocabulary('o200k_base')).encode(b'hello world')\n"
     "from numba.core.dispatcher import Dispatcher\n"
     "stamp = fp.encode_utf8._cache._cache_file._source_stamp\n"
@@ -330,10 +330,11 @@ def test_disk_cache_is_stale_once_a_callee_module_changes(tmp_path):
     import shutil
 
     package = tmp_path / "algorithms"
-    shutil.copytree(REPO / "algorithms", package, ignore=shutil.ignore_patterns("__pycache__", "loaders"))
-    (package / "zz_caller.py").write_text(CALLER)
+    shutil.copytree(REPO / "algorithms", package, ignore=shutil.ignore_patterns("__pycache__"))
+    kernels = package / "kernels"
+    (kernels / "zz_caller.py").write_text(CALLER)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    script = "from algorithms.zz_caller import call; print(call())"
+    script = "from algorithms.kernels.zz_caller import call; print(call())"
 
     def run() -> str:
         done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
@@ -341,10 +342,10 @@ def test_disk_cache_is_stale_once_a_callee_module_changes(tmp_path):
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    (package / "zz_callee.py").write_text(CALLEE.format(1))
+    (kernels / "zz_callee.py").write_text(CALLEE.format(1))
     assert run() == "1"
     assert list((tmp_path / "numba").rglob("*zz_caller*.nbi"))  # the caller was cached on disk
-    (package / "zz_callee.py").write_text(CALLEE.format(2))
+    (kernels / "zz_callee.py").write_text(CALLEE.format(2))
     assert run() == "2"
 
 

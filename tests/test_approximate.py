@@ -15,16 +15,16 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from algorithms.agreement import disagreement, split_text
-from algorithms.encoder import Encoder
-from algorithms.errors import BpebenchError
-from algorithms.loaders import load_vocabulary
-from algorithms.naive import bpe_reference
-from algorithms.registry import default_encoder_name, make_encoder
-from algorithms.vocabulary import Vocabulary
-from properties.oracles import tiktoken_single_piece
-from properties.strategies import vocabulary_and_input
-from properties.vocabularies import producible_ids, resolve
+from bpebench.algorithms.pipeline.agreement import disagreement, split_text
+from bpebench.algorithms.core.encoder import Encoder
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import default_encoder_name, make_encoder
+from bpebench.algorithms.formats.vocabulary import Vocabulary
+from bpebench.properties.oracles import tiktoken_single_piece
+from bpebench.properties.strategies import vocabulary_and_input
+from bpebench.properties.vocabularies import producible_ids, resolve
 
 APPROXIMATE = ["greedy", "minimal", "token_tree"]
 SEED_TOKENS = [b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]

@@ -11,8 +11,8 @@ import pkgutil
 
 import pytest
 
-import benchmarks
-from algorithms.registry import default_encoder_name, encoder_names
+from bpebench import benchmarks
+from bpebench.algorithms.core.registry import default_encoder_name, encoder_names
 
 BENCH_MODULES = sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_"))
 PREFIXES = ("time_", "track_", "peakmem_", "mem_", "timeraw_")
@@ -20,7 +20,7 @@ PREFIXES = ("time_", "track_", "peakmem_", "mem_", "timeraw_")
 
 def _benchmark_classes():
     for module_name in BENCH_MODULES:
-        module = importlib.import_module(f"benchmarks.{module_name}")
+        module = importlib.import_module(f"{benchmarks.__name__}.{module_name}")
         for name, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and any(m.startswith(PREFIXES) for m in dir(cls)):
                 yield pytest.param(cls, id=f"{module_name}.{name}")
@@ -58,18 +58,19 @@ def test_benchmark_runs_once_at_its_smallest_parameters(cls):
 
 
 def test_raw_suites_cover_every_registered_encoder():
-    from benchmarks import bench_scaling, bench_worst_case
+    from bpebench.benchmarks import bench_scaling
+    from bpebench.benchmarks import bench_worst_case
 
     for cls in (bench_scaling.RawEncodeScaling, bench_worst_case.AdversarialRaw):
         assert set(encoder_names()) <= set(cls.params[0])
-    from benchmarks.bench_pipeline import PipelineEncode
+    from bpebench.benchmarks.bench_pipeline import PipelineEncode
 
     assert {f"ours/{n}" for n in encoder_names()} <= set(PipelineEncode.params[0])
 
 
 def test_the_reference_is_skipped_above_its_size_limit():
-    from benchmarks import common
-    from benchmarks.bench_scaling import RawEncodeScaling
+    from bpebench.benchmarks import common
+    from bpebench.benchmarks.bench_scaling import RawEncodeScaling
 
     reference = next(n for n in encoder_names() if common.is_reference(n))
     with pytest.raises(NotImplementedError):
@@ -79,13 +80,13 @@ def test_the_reference_is_skipped_above_its_size_limit():
 
 def test_tokens_per_byte_agrees_with_tiktoken():
     tiktoken = pytest.importorskip("tiktoken")
-    from benchmarks import common
-    from benchmarks.bench_tracks import TokensPerByte
+    from bpebench.benchmarks import common
+    from bpebench.benchmarks.bench_tracks import TokensPerByte
 
     bench = TokensPerByte()
     bench.setup("o200k_base", "prose-en")
     vocab = common.vocabulary("o200k_base")
-    from algorithms.patterns import resolve_pattern
+    from bpebench.algorithms.formats.patterns import resolve_pattern
 
     encoding = tiktoken.Encoding("o200k-check", pat_str=resolve_pattern(vocab.pattern),
                                  mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)}, special_tokens={})
@@ -98,7 +99,7 @@ def test_budget_check_extrapolates_the_measured_growth(monkeypatch, cost, skippe
     """A fake clock makes the implementation's cost exactly ``cost(n)`` seconds for n bytes."""
     import time as time_module
 
-    from benchmarks import common
+    from bpebench.benchmarks import common
 
     clock = [0.0]
     monkeypatch.setattr(time_module, "perf_counter", lambda: clock[0])

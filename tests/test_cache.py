@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from algorithms import cache
-from algorithms.loaders import _CACHE, load_vocabulary
-from algorithms.loaders.tiktoken_file import load_tiktoken
-from algorithms.naive import bpe_reference
-from algorithms.registry import make_encoder
+from bpebench.algorithms.cache import vocabularies as cache
+from bpebench.algorithms.formats import _CACHE, load_vocabulary
+from bpebench.algorithms.formats.tiktoken_file import load_tiktoken
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import make_encoder
 
 SAMPLE = "The zero-copy cache maps the compiled arrays; hello world 12345, naïve café!\n" * 3
 N_TOKENS = 3000  # the first ranks of cl100k are a complete, much smaller vocabulary
@@ -211,7 +211,7 @@ def test_cache_off(small_tiktoken_file, monkeypatch, tmp_path, expected):
 
 def test_merges_vocabulary_round_trips(cache_root):
     """HF ``tokenizer.json``: the merge list is stored as arrays and rebuilt on demand."""
-    from algorithms.loaders.hf_json import load_hf_tokenizer_json
+    from bpebench.algorithms.formats.hf_json import load_hf_tokenizer_json
 
     source = Path(__file__).parent / "golden" / "bytelevel_bpe.json"
     built = cache.cached_vocabulary(source, "test:hf", lambda: load_hf_tokenizer_json(source))
@@ -225,8 +225,8 @@ def test_merges_vocabulary_round_trips(cache_root):
 def test_out_of_order_ranks_survive_the_cache(tmp_path, cache_root):
     """A ranks file where ``abc`` (rank 256) forms from ``a`` + ``bc`` (rank 257): the mapped copy
     still knows, so backtracking refuses it and heap equals the reference."""
-    from algorithms.compiled import rank_order_break
-    from algorithms.errors import UnsupportedVocabulary
+    from bpebench.algorithms.kernels.compiled import rank_order_break
+    from bpebench.errors import UnsupportedVocabulary
 
     tokens = [bytes([b]) for b in range(256)] + [b"abc", b"bc"]
     source = tmp_path / "late.tiktoken"

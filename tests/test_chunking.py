@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from algorithms.chunking import RangeCounter, count_range, count_till_limit, split_at_tokens
-from algorithms.errors import BpebenchError
-from algorithms.loaders import load_vocabulary
-from algorithms.naive import bpe_reference
-from algorithms.registry import make_encoder
-from algorithms.tokenizer import Tokenizer
-from algorithms.vocabulary import Vocabulary
-from properties.oracles import tiktoken_encoding, tiktoken_single_piece
-from properties.strategies import vocabulary_and_input
-from properties.vocabularies import resolve
+from bpebench.algorithms.pipeline.chunking import RangeCounter, count_range, count_till_limit, split_at_tokens
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import make_encoder
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.algorithms.formats.vocabulary import Vocabulary
+from bpebench.properties.oracles import tiktoken_encoding, tiktoken_single_piece
+from bpebench.properties.strategies import vocabulary_and_input
+from bpebench.properties.vocabularies import resolve
 
 from test_exact_encoders import SMALL
 

@@ -162,12 +162,12 @@ def test_encode_raw_is_pure_bpe_without_pre_tokenizer(capsys):
     code, out, _ = run(capsys, "encode", "--vocab", "cl100k_base", "--raw", "-a", "naive", "hello world")
     assert code == 0
     ids = [int(x) for x in out.split()]
-    from algorithms.loaders import load_vocabulary
-    from algorithms.naive import bpe_reference
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.algorithms.kernels.reference import bpe_reference
 
     assert ids == bpe_reference(load_vocabulary("cl100k_base"), b"hello world")
     pytest.importorskip("tiktoken")
-    from algorithms.peers import make_peer
+    from bpebench.algorithms.peers import make_peer
 
     assert ids == make_peer("tiktoken", load_vocabulary("cl100k_base")).encode_raw(b"hello world")
 

@@ -8,11 +8,11 @@ import random
 import numpy as np
 import pytest
 
-from algorithms.compiled import NEVER, compile_vocabulary, is_compatible
-from algorithms.errors import UnknownNameError, VocabularyError
-from algorithms.naive import bpe_reference
-from algorithms.registry import encoder_names, get_encoder_class, make_encoder
-from algorithms.vocabulary import Vocabulary
+from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary, is_compatible
+from bpebench.errors import UnknownNameError, VocabularyError
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import encoder_names, get_encoder_class, make_encoder
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 SEED_TOKENS = [b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
 
@@ -92,7 +92,7 @@ def test_merges_rule_follows_merge_priority_not_ids():
 
 
 def test_real_vocabulary_splits_agree_with_reference_on_a_sample():
-    from algorithms.loaders import load_vocabulary
+    from bpebench.algorithms.formats import load_vocabulary
 
     vocab = load_vocabulary("cl100k_base")
     assert vocab.problems() == []
@@ -139,8 +139,8 @@ def test_decode_rejects_out_of_range_ids():
 
 def test_a_broken_algorithm_module_does_not_hide_the_others(tmp_path, monkeypatch):
     """Discovery records a module that fails to import and still registers every other encoder."""
-    import algorithms
-    from algorithms import registry
+    from bpebench import algorithms
+    from bpebench.algorithms.core import registry
 
     broken = tmp_path / "zz_broken_encoder.py"
     broken.write_text("raise RuntimeError('half-written module')\n")
@@ -149,13 +149,13 @@ def test_a_broken_algorithm_module_does_not_hide_the_others(tmp_path, monkeypatc
     monkeypatch.setattr(registry, "BROKEN", {})
     names = registry.encoder_names()
     assert "naive" in names and "backtracking" in names
-    assert "half-written module" in registry.BROKEN["algorithms.zz_broken_encoder"]
+    assert "half-written module" in registry.BROKEN["bpebench.algorithms.zz_broken_encoder"]
 
 
 def test_tokenizer_chunking_methods_meet_their_contract():
     """Tokenizer.split_at_tokens / count_till_limit / count_range against brute force with naive."""
-    from algorithms.loaders import load_vocabulary
-    from algorithms.tokenizer import Tokenizer
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     fast = Tokenizer(load_vocabulary("cl100k_base"))
     reference = Tokenizer(load_vocabulary("cl100k_base"), algorithm="naive")

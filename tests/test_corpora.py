@@ -10,14 +10,14 @@ import unicodedata
 import pytest
 import regex
 
-import corpora
-from algorithms.compiled import compile_vocabulary, is_compatible
-from algorithms.errors import BpebenchError, UnknownNameError
-from algorithms.loaders import load_vocabulary
-from algorithms.naive import bpe_reference
-from algorithms.patterns import PATTERNS
-from algorithms.pretokenize import RegexPretokenizer
-from corpora.search import backtracking_trace, off_boundary_share, steps_per_byte
+from bpebench import corpora
+from bpebench.algorithms.kernels.compiled import compile_vocabulary, is_compatible
+from bpebench.errors import BpebenchError, UnknownNameError
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.formats.patterns import PATTERNS
+from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer
+from bpebench.corpora.search import backtracking_trace, off_boundary_share, steps_per_byte
 
 VOCAB = "o200k_base"
 

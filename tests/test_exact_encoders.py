@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 
-from algorithms.compiled import compile_vocabulary, is_compatible
-from algorithms.errors import BpebenchError
-from algorithms.loaders import load_vocabulary
-from algorithms.matching import (build_matcher, longest_match_from_start, pair_compatible, prefix_matches,
+from bpebench.algorithms.kernels.compiled import compile_vocabulary, is_compatible
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.kernels.matching import (build_matcher, longest_match_from_start, pair_compatible, prefix_matches,
                                  spelled_token)
-from algorithms.naive import bpe_reference
-from algorithms.registry import default_encoder_name, get_encoder_class, make_encoder
-from algorithms.vocabulary import Vocabulary
-from properties.oracles import tiktoken_single_piece
-from properties.strategies import vocabulary_and_input
-from properties.vocabularies import resolve, train_bpe
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import default_encoder_name, get_encoder_class, make_encoder
+from bpebench.algorithms.formats.vocabulary import Vocabulary
+from bpebench.properties.oracles import tiktoken_single_piece
+from bpebench.properties.strategies import vocabulary_and_input
+from bpebench.properties.vocabularies import resolve, train_bpe
 
 EXACT = ["backtracking", "table", "heap", "appending", "prepending", "interval"]
 SEED_TOKENS = [b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
@@ -158,7 +158,7 @@ def test_long_inputs_equal_tiktoken(vocab_name):
 def test_backtrack_piece_clears_the_dead_marks_it_reads():
     """Callers hand ``backtrack_piece`` unzeroed scratch (``np.empty``): marks left in it, here
     every byte set, must not change a piece's encoding."""
-    from algorithms.backtracking import backtrack_piece
+    from bpebench.algorithms.backtracking import backtrack_piece
 
     vocab = load_vocabulary("o200k_base")
     matcher = build_matcher(vocab)
@@ -222,7 +222,7 @@ def test_matcher_against_dictionary_scans(vocab_name):
 def test_two_byte_start_walks_equal_dictionary_scans(vocab_name):
     """The walks that start from ``two_byte_start`` against plain dictionary lookups of the
     tokens the trie indexes, at every position and at ends one and two bytes away."""
-    from algorithms.compiled import NEVER
+    from bpebench.algorithms.kernels.compiled import NEVER
 
     if vocab_name == "text-alphabet":  # bytes and byte pairs with no token at all
         vocab = train_bpe([b"abcabcabd abcd aab", b"the theme then"], merges=30, rule="ranks", alphabet="text")
@@ -276,7 +276,7 @@ def test_pair_floor_bounds_every_merge_rank_from_below(vocab_name):
     """``pair_floor`` lets compatibility checks skip merges at or above their limit: the bound
     it gives a slot must not exceed the rank of any merge hashed there, and a slot without
     merges must say so."""
-    from algorithms.matching import _FLOOR_EMPTY, _ID_BITS, _ID_MASK, _floor_slot, floor_bound
+    from bpebench.algorithms.kernels.matching import _FLOOR_EMPTY, _ID_BITS, _ID_MASK, _floor_slot, floor_bound
 
     vocab = SMALL.get(vocab_name) or load_vocabulary(vocab_name)
     m = build_matcher(vocab)

@@ -18,13 +18,13 @@ import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import corpora
-from algorithms.errors import BpebenchError
-from algorithms.fast_pipeline import FusedPipeline, unsupported_reason
-from algorithms.loaders import load_vocabulary
-from algorithms.peers import make_peer
-from algorithms.tokenizer import Tokenizer
-from algorithms.vocabulary import Vocabulary
+from bpebench import corpora
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, unsupported_reason
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.peers import make_peer
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((REPO / "tests" / "golden" / "golden.json").read_text(encoding="utf-8"))
@@ -234,7 +234,7 @@ def test_whole_piece_lookup_emits_unreachable_tokens_like_tiktoken():
     vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"abc", b"xy", b"xyz"], name="u",
                                   pattern="gpt2")
     tiktoken = pytest.importorskip("tiktoken")
-    from algorithms.patterns import PATTERNS
+    from bpebench.algorithms.formats.patterns import PATTERNS
 
     enc = tiktoken.Encoding("u", pat_str=PATTERNS["gpt2"],
                             mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)}, special_tokens={})
@@ -264,14 +264,14 @@ def test_one_long_unsplittable_piece_equals_tiktoken():
 
 def test_runs_without_jit():
     """NUMBA_DISABLE_JIT=1 runs the same kernel as plain Python and gives the same ids."""
-    from algorithms.cache import cache_dir
+    from bpebench.algorithms.cache.vocabularies import cache_dir
 
     if cache_dir() is None:
         pytest.skip("BPEBENCH_VOCAB_CACHE=off: without jit the subprocess would build cl100k in plain Python")
     text = "Hello wörld, it's 2024!\n\n  東京 👍🏽"
     expected = fused("cl100k_base").encode_ordinary(text)
     script = (
-        "import sys; from algorithms.loaders import load_vocabulary; from algorithms.tokenizer import Tokenizer;"
+        "import sys; from bpebench.algorithms.formats import load_vocabulary; from bpebench.algorithms.pipeline.tokenizer import Tokenizer;"
         "tok = Tokenizer(load_vocabulary('cl100k_base')); assert tok.fused;"
         f"print(tok.encode_ordinary({text!r}))"
     )
@@ -324,7 +324,7 @@ def test_merged_tokens_out_of_rank_order_through_the_fused_path_equal_naive(text
 
 
 def test_merged_token_offset_only_where_every_rank_fits_it(shuffled_ids_fixture):
-    from algorithms.short_piece import TABLE_TOKENS, rank_token_offset
+    from bpebench.algorithms.kernels.short_piece import TABLE_TOKENS, rank_token_offset
 
     assert fused("o200k_base")._fused.plan.token_offset == 255  # byte tokens share rank 0; merges are ids 256..
     assert fused(HF_MERGES_FIXTURE)._fused.plan.token_offset == 257  # ids 0-1 special, 2-257 bytes
@@ -354,7 +354,7 @@ def test_repeated_long_pieces_around_the_memo_bound_equal_tiktoken():
     use it: repeats on both sides of the bound, in one text and in one batch."""
     import random
 
-    from algorithms.fast_pipeline import _MEMO_MAX_PIECE
+    from bpebench.algorithms.pipeline.fast_pipeline import _MEMO_MAX_PIECE
 
     rng = random.Random(11)
     pieces = ["".join(rng.choice("qxzjkvw") for _ in range(length))
@@ -368,8 +368,8 @@ def test_repeated_long_pieces_around_the_memo_bound_equal_tiktoken():
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
-    from algorithms.compiled import NEVER, compile_vocabulary
-    from algorithms.short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, short_token
+    from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary
+    from bpebench.algorithms.kernels.short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, short_token
 
     vocab = load_vocabulary(name)
     plan = fused(name)._fused.plan

@@ -4,7 +4,7 @@
 and sentencepiece gave for the golden texts (see ``make_golden.py``). The first
 tests need no peer library: the reference encoder and the default encoder, through
 the Tokenizer, must reproduce them exactly. The live tests then run the installed
-libraries through ``algorithms.peers`` (skipped, with the reason, only when the
+libraries through ``bpebench.algorithms.peers`` (skipped, with the reason, only when the
 library is not installed) on the golden texts and on random text.
 """
 
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from algorithms.loaders import load_vocabulary
-from algorithms.peers import make_peer, peer_status
-from algorithms.registry import default_encoder_name
-from algorithms.tokenizer import DisallowedSpecialError, Tokenizer
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.peers import make_peer, peer_status
+from bpebench.algorithms.core.registry import default_encoder_name
+from bpebench.algorithms.pipeline.tokenizer import DisallowedSpecialError, Tokenizer
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "golden.json").read_text(encoding="utf-8"))
 TEXTS: list[str] = GOLDEN["texts"]
@@ -126,7 +126,7 @@ def test_special_tokens_against_live_tiktoken(allowed, disallowed):
     tiktoken_peer = peer_or_skip("tiktoken", vocab)
     import tiktoken
 
-    from algorithms.patterns import resolve_pattern
+    from bpebench.algorithms.formats.patterns import resolve_pattern
 
     enc = tiktoken.Encoding("cl100k-check", pat_str=resolve_pattern(vocab.pattern),
                             mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)},

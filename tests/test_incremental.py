@@ -15,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from algorithms.appending import AppendableEncoder, PrependableEncoder
-from algorithms.errors import BpebenchError
-from algorithms.interval import IntervalEncoding
-from algorithms.loaders import load_vocabulary
-from algorithms.naive import bpe_reference
-from algorithms.registry import make_encoder
-from properties.oracles import tiktoken_single_piece
-from properties.strategies import vocabulary_and_input
-from properties.vocabularies import resolve, train_bpe
+from bpebench.algorithms.appending import AppendableEncoder, PrependableEncoder
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.interval import IntervalEncoding
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import make_encoder
+from bpebench.properties.oracles import tiktoken_single_piece
+from bpebench.properties.strategies import vocabulary_and_input
+from bpebench.properties.vocabularies import resolve, train_bpe
 
 from test_exact_encoders import SMALL, random_token_text
 

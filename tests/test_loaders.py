@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from algorithms.errors import VocabularyError
-from algorithms.loaders import load_path, load_vocabulary
-from algorithms.loaders.hf_json import bytes_to_unicode, load_hf_tokenizer_json, token_text_to_bytes
-from algorithms.loaders.sentencepiece_model import (
+from bpebench.errors import VocabularyError
+from bpebench.algorithms.formats import load_path, load_vocabulary
+from bpebench.algorithms.formats.hf_json import bytes_to_unicode, load_hf_tokenizer_json, token_text_to_bytes
+from bpebench.algorithms.formats.sentencepiece_model import (
     BYTE, NORMAL, USER_DEFINED, load_sentencepiece, read_sentencepiece_model,
 )
-from algorithms.naive import bpe_reference
-from algorithms.registry import default_encoder_name
-from algorithms.tokenizer import Tokenizer
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import default_encoder_name
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 sys.path.insert(0, str(GOLDEN_DIR))

@@ -16,17 +16,17 @@ import random
 import numpy as np
 import pytest
 
-from algorithms.appending import AppendableEncoder, PrependableEncoder
-from algorithms.compiled import NEVER, rank_order_break
-from algorithms.errors import UnsupportedVocabulary
-from algorithms.fast_pipeline import unsupported_reason
-from algorithms.interval import IntervalEncoding
-from algorithms.loaders import load_vocabulary
-from algorithms.naive import bpe_reference
-from algorithms.registry import get_encoder_class, make_encoder
-from algorithms.tokenizer import Tokenizer
-from algorithms.vocabulary import Vocabulary
-from properties.vocabularies import train_bpe
+from bpebench.algorithms.appending import AppendableEncoder, PrependableEncoder
+from bpebench.algorithms.kernels.compiled import NEVER, rank_order_break
+from bpebench.errors import UnsupportedVocabulary
+from bpebench.algorithms.pipeline.fast_pipeline import unsupported_reason
+from bpebench.algorithms.interval import IntervalEncoding
+from bpebench.algorithms.formats import load_vocabulary
+from bpebench.algorithms.kernels.reference import bpe_reference
+from bpebench.algorithms.core.registry import get_encoder_class, make_encoder
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.algorithms.formats.vocabulary import Vocabulary
+from bpebench.properties.vocabularies import train_bpe
 
 REFUSING = ["backtracking", "table", "appending", "prepending", "interval"]
 

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from algorithms import unicode_table as ut
-from algorithms.patterns import PATTERNS
-from algorithms.pretokenize_compiled import (
+from bpebench.algorithms.pipeline import unicode_table as ut
+from bpebench.algorithms.formats.patterns import PATTERNS
+from bpebench.algorithms.pipeline.pretokenize_compiled import (
     PATTERN_IDS,
     SUPPORTED,
     CompiledPretokenizer,
@@ -317,8 +317,8 @@ def test_runs_without_jit():
     """``NUMBA_DISABLE_JIT=1`` executes the same functions as plain Python."""
     code = (
         "import regex\n"
-        "from algorithms.patterns import PATTERNS\n"
-        "from algorithms.pretokenize_compiled import CompiledPretokenizer\n"
+        "from bpebench.algorithms.formats.patterns import PATTERNS\n"
+        "from bpebench.algorithms.pipeline.pretokenize_compiled import CompiledPretokenizer\n"
         "for name in sorted(PATTERNS):\n"
         "    pt = CompiledPretokenizer(name)\n"
         "    for t in [\"It's  A'LL 1234 ok!!\\r\\n\\n  x\", 'Ünïcode \\u0301x \\u4e2d 👍 \\u2028 ']:\n"

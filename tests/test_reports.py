@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from reports.analysis import fit_exponent
-from reports.compare import compare_dirs
-from reports.render import SECTIONS
-from reports.stages_timing import predicted_seconds
-from reports.store import ResultStore
-from reports.timing import measure
+from bpebench.reports.analysis import fit_exponent
+from bpebench.reports.compare import compare_dirs
+from bpebench.reports.render import SECTIONS
+from bpebench.reports.stages_timing import predicted_seconds
+from bpebench.reports.store import ResultStore
+from bpebench.reports.timing import measure
 
 SEED_MERGES = [b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
 
@@ -34,8 +34,8 @@ SEED_MERGES = [b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
 # registry of the test process stays clean.
 DRIVER = """
 import sys
-from algorithms.registry import register_encoder
-from properties.mutants import GreedyPosingAsExact
+from bpebench.algorithms.core.registry import register_encoder
+from bpebench.properties.mutants import GreedyPosingAsExact
 
 
 class PosingExact(GreedyPosingAsExact):
@@ -72,9 +72,9 @@ def _environment(tmp: Path) -> dict:
 def test_seed_dictionary_greedy_differs():
     """BPE on ``cbbb``: pairs cb(257) bb(259) bb(259) -> merge cb -> ``cb b b``; then bb(259) beats
     cbb(260) -> ``cb bb``; ``cbbb`` is no token, so it stops. Greedy takes ``cbb`` then ``b``."""
-    from algorithms.naive import bpe_reference
-    from algorithms.vocabulary import Vocabulary
-    from properties.mutants import GreedyPosingAsExact
+    from bpebench.algorithms.kernels.reference import bpe_reference
+    from bpebench.algorithms.formats.vocabulary import Vocabulary
+    from bpebench.properties.mutants import GreedyPosingAsExact
 
     vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + SEED_MERGES, name="seed")
     assert [vocab.tokens[t] for t in bpe_reference(vocab, b"cbbb")] == [b"cb", b"bb"]
@@ -146,7 +146,7 @@ def _wait_for_rows(path: Path, proc: subprocess.Popen, minimum: int, timeout: fl
 
 
 def test_report_interrupt_resume_render_in_chromium(tmp_path):
-    from reports.browser import find_chromium, inspect_page
+    from bpebench.reports.browser import find_chromium, inspect_page
 
     vocab = _write_seed_vocabulary(tmp_path / "seed.tiktoken")
     corpus = tmp_path / "seed-text.txt"
@@ -182,8 +182,8 @@ def test_report_interrupt_resume_render_in_chromium(tmp_path):
     assert kept == timings[: len(kept)]  # the rows from before the interrupt were kept as they were
 
     # every registered encoder asked for, and every peer that says it supports the vocabulary, was measured
-    from algorithms.loaders import load_path
-    from algorithms.peers import peer_status
+    from bpebench.algorithms.formats import load_path
+    from bpebench.algorithms.peers import peer_status
 
     expected_peers = {name for name, ok, _ in peer_status(load_path(vocab)) if ok}
     subjects = {r["subject"] for r in timings}
@@ -254,8 +254,8 @@ def _asv_results(root: Path) -> Path:
 
 
 def test_from_asv_maps_parameters(tmp_path):
-    from reports.asv_import import import_asv
-    from reports.render import render
+    from bpebench.reports.asv_import import import_asv
+    from bpebench.reports.render import render
 
     n = import_asv(_asv_results(tmp_path / "asv"), tmp_path / "out")
     rows = ResultStore(tmp_path / "out").frame("timings.csv")

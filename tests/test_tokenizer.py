@@ -12,13 +12,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from algorithms.errors import BpebenchError
-from algorithms.loaders import load_path, load_vocabulary
-from algorithms.loaders.hf_json import load_hf_tokenizer_json
-from algorithms.loaders.sentencepiece_model import load_sentencepiece
-from algorithms.registry import default_encoder_name, make_encoder
-from algorithms.tokenizer import DisallowedSpecialError, Tokenizer
-from algorithms.vocabulary import Vocabulary
+from bpebench.errors import BpebenchError
+from bpebench.algorithms.formats import load_path, load_vocabulary
+from bpebench.algorithms.formats.hf_json import load_hf_tokenizer_json
+from bpebench.algorithms.formats.sentencepiece_model import load_sentencepiece
+from bpebench.algorithms.core.registry import default_encoder_name, make_encoder
+from bpebench.algorithms.pipeline.tokenizer import DisallowedSpecialError, Tokenizer
+from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
 from golden_fixtures import HF_FIXTURE, SPM_FIXTURE, gguf_from_hf_fixture, gguf_from_spm_fixture  # noqa: E402
@@ -133,7 +133,7 @@ def test_whole_piece_lookup_emits_unreachable_tokens_like_tiktoken():
     assert without.encode_ordinary("abc") == [a, b, c]
     assert with_lookup.encode_ordinary("abcabc") == [a, b, c, a, b, c]  # the piece is not a token
     tiktoken = pytest.importorskip("tiktoken")
-    from algorithms.patterns import PATTERNS
+    from bpebench.algorithms.formats.patterns import PATTERNS
 
     vocab = _unreachable_vocabulary(whole_piece_lookup=True)
     enc = tiktoken.Encoding("unreachable", pat_str=PATTERNS["gpt2"],
@@ -169,7 +169,7 @@ def test_sentencepiece_control_pieces_are_special_and_text_otherwise():
 
 
 def test_sentencepiece_collapse_normalizer():
-    from algorithms.pretokenize import NORMALIZERS
+    from bpebench.algorithms.pipeline.pretokenize import NORMALIZERS
 
     normalize, denormalize = NORMALIZERS["sentencepiece-collapse"]
     # hand-worked from sentencepiece's normalizer.cc: strip, squeeze, dummy prefix, escape

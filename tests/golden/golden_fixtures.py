@@ -1,7 +1,7 @@
 """Writers for test fixtures that are cheaper to build than to commit.
 
 * ``spm_proto``: a SentencePiece ModelProto written field by field (independent of
-  the reader in ``algorithms.loaders.sentencepiece_model``), for small or defective models;
+  the reader in ``bpebench.algorithms.formats.sentencepiece_model``), for small or defective models;
 * ``gguf_from_hf_fixture`` / ``gguf_from_spm_fixture``: GGUF files (``gguf.GGUFWriter``)
   holding the tokenizer of ``bytelevel_bpe.json`` / ``spm_bpe.model``, as llama.cpp's
   converters write them.

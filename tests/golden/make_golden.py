@@ -131,7 +131,7 @@ def corpus_lines() -> list[str]:
 def train_hf_fixture(lines: list[str]) -> None:
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from algorithms.patterns import LLAMA3
+    from bpebench.algorithms.formats.patterns import LLAMA3
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
@@ -250,7 +250,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ids-only", action="store_true", help="keep the trained fixtures")
     args = parser.parse_args()
-    sys.path.insert(0, str(HERE.parents[1]))
     os.environ["RAYON_NUM_THREADS"] = "1"
     if not args.ids_only:
         lines = corpus_lines()

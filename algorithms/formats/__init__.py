@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UnknownNameError, VocabularyError
-from ..vocabulary import Vocabulary
+from bpebench.errors import UnknownNameError, VocabularyError
+from .vocabulary import Vocabulary
 
 _CACHE: dict[str, Vocabulary] = {}
 
@@ -156,13 +156,13 @@ def load_vocabulary(name_or_path: str | Path) -> Vocabulary:
 
 def _through_disk_cache(data_file: Callable[[], Path | None] | None, loader_id: str,
                         load: Callable[[], Vocabulary]) -> Vocabulary:
-    """``load()``, or its compiled form memory-mapped from the disk cache (``algorithms.cache``)."""
+    """``load()``, or its compiled form memory-mapped from the disk cache (``bpebench.algorithms.cache.vocabularies``)."""
     try:
         path = data_file() if data_file is not None else None
     except VocabularyError:
         path = None  # e.g. the wheel is missing: `load` reports it
     if path is None or not path.is_file():
         return load()
-    from ..cache import cached_vocabulary
+    from ..cache.vocabularies import cached_vocabulary
 
     return cached_vocabulary(path, loader_id, load)

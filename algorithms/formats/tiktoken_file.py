@@ -7,8 +7,8 @@ import binascii
 import gzip
 from pathlib import Path
 
-from ..errors import VocabularyError
-from ..vocabulary import Vocabulary
+from bpebench.errors import VocabularyError
+from .vocabulary import Vocabulary
 
 
 def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:

@@ -1,7 +1,7 @@
 """Read SentencePiece ``.model`` files of BPE type and model them on bytes.
 
 SentencePiece's BPE (``bpe_model.cc``) differs from tiktoken's in three ways, and
-each is mapped onto the byte-level :class:`~algorithms.vocabulary.Vocabulary`:
+each is mapped onto the byte-level :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
 
 1. **It starts from characters, not bytes.** Every single-character piece is a
    base unit. A multi-byte character piece becomes a merge of its bytes whose
@@ -17,7 +17,7 @@ each is mapped onto the byte-level :class:`~algorithms.vocabulary.Vocabulary`:
    tie rule. (Llama/Mistral models give all whitespace runs ``▁▁``, ``▁▁▁``... one
    shared score: a run grows from the left, ``▁▁▁`` from ``▁▁ ▁``, although both
    have the same priority. The reference encoder follows this literally; the
-   split derivation in ``algorithms.compiled`` expects a token's parts to have
+   split derivation in ``bpebench.algorithms.kernels.compiled`` expects a token's parts to have
    strictly better priorities and reports those runs as unreachable.)
 3. **Byte fallback**: ``<0xXX>`` pieces are the base tokens of bytes that no
    normal piece covers (they go to ``byte_fallback``); where a normal piece has the
@@ -43,9 +43,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..compiled import NEVER
-from ..errors import VocabularyError
-from ..vocabulary import Vocabulary
+from ..kernels.compiled import NEVER
+from bpebench.errors import VocabularyError
+from .vocabulary import Vocabulary
 
 # SentencePiece piece types (ModelProto.SentencePiece.Type), the same numbers GGUF uses.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -178,7 +178,7 @@ def read_sentencepiece_model(path: str | Path) -> SentencePieceModel:
 
 # ----------------------------------------------------------------------------- vocabulary
 def normalizer_name(*, add_dummy_prefix: bool, remove_extra_whitespaces: bool) -> str:
-    """The ``algorithms.pretokenize.NORMALIZERS`` key of this SentencePiece normalizer setting."""
+    """The ``bpebench.algorithms.pipeline.pretokenize.NORMALIZERS`` key of this SentencePiece normalizer setting."""
     name = "sentencepiece"
     if remove_extra_whitespaces:
         name += "-collapse"

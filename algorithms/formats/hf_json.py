@@ -7,7 +7,7 @@ through it gives its bytes. The merges are taken exactly as listed
 (``rule="merges"``): merge ``k`` has priority ``k``, and a pair that is not listed
 never merges even when its concatenation is a token.
 
-What is read, and how it maps onto a :class:`~algorithms.vocabulary.Vocabulary`:
+What is read, and how it maps onto a :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
 
 * ``model.vocab`` / ``model.merges`` (``"a b"`` strings or ``["a", "b"]`` lists);
 * ``model.ignore_merges`` -> ``whole_piece_lookup`` (HF emits a pre-tokenized piece
@@ -16,7 +16,7 @@ What is read, and how it maps onto a :class:`~algorithms.vocabulary.Vocabulary`:
   vocabulary lacks (HF matches them in the text before pre-tokenizing, so a model
   token that is also a special token is excluded from BPE);
 * ``pre_tokenizer``: a ``Split`` regex (+ ``ByteLevel(use_regex=false)``) becomes the
-  ``pattern`` (the name from ``algorithms.patterns`` when it is a known one); a bare
+  ``pattern`` (the name from ``bpebench.algorithms.formats.patterns`` when it is a known one); a bare
   ``ByteLevel(use_regex=true)`` is the GPT-2 pattern;
 * ``normalizer``: none or NFC.
 
@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from ..compiled import NEVER
-from ..errors import VocabularyError
-from ..patterns import PATTERNS
-from ..vocabulary import Vocabulary
+from ..kernels.compiled import NEVER
+from bpebench.errors import VocabularyError
+from .patterns import PATTERNS
+from .vocabulary import Vocabulary
 
 
 @lru_cache(maxsize=1)
@@ -117,7 +117,7 @@ def _components(node: dict | None) -> list[dict]:
 
 
 def _pattern_of(path: Path, data: dict) -> str | None:
-    """The pre-tokenizer regex (a name from ``algorithms.patterns`` when it is a known one)."""
+    """The pre-tokenizer regex (a name from ``bpebench.algorithms.formats.patterns`` when it is a known one)."""
     parts = _components(data.get("pre_tokenizer"))
     decoders = {d.get("type") for d in _components(data.get("decoder"))}
     if "ByteLevel" not in decoders and not any(p.get("type") == "ByteLevel" for p in parts):

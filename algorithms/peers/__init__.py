@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .vocabulary import Vocabulary
+from ..formats.vocabulary import Vocabulary
 
 #: short texts every built peer is checked on (pre-tokenized pieces are short, so the
 #: reference encoder is cheap here)
@@ -126,15 +126,15 @@ def _source_kind(vocab: Vocabulary) -> str | None:
     """The file format the vocabulary was loaded from ('hf', 'sentencepiece', ...), if a file."""
     if not vocab.source or not Path(vocab.source).is_file():
         return None
-    from .loaders import _sniff
+    from ..formats import _sniff
 
     return _sniff(Path(vocab.source))
 
 
 def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
     """``vocab``'s name if it is one of the built-in vocabularies ``names`` (loaded from the wheels)."""
-    from .errors import BpebenchError
-    from .loaders import BUILTIN, load_vocabulary
+    from bpebench.errors import BpebenchError
+    from ..formats import BUILTIN, load_vocabulary
 
     if vocab.name not in names or vocab.name not in BUILTIN:
         return None
@@ -159,7 +159,7 @@ def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
 def _tiktoken_build(vocab: Vocabulary) -> Peer:
     import tiktoken
 
-    from .patterns import resolve_pattern
+    from ..formats.patterns import resolve_pattern
 
     encoding = tiktoken.Encoding(
         name=f"bpebench-{vocab.name}",
@@ -194,8 +194,8 @@ def hf_tokenizer_from_vocabulary(vocab: Vocabulary):
     """
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-    from .loaders.hf_json import bytes_to_token_text
-    from .patterns import resolve_pattern
+    from ..formats.hf_json import bytes_to_token_text
+    from ..formats.patterns import resolve_pattern
 
     # Oniguruma (HF's regex engine) reads ``{1,3}+`` as "{1,3}, one or more times", not as a
     # possessive interval; a possessive interval at the end of a branch is a greedy one
@@ -369,7 +369,7 @@ def peer_status(vocab: Vocabulary) -> list[tuple[str, bool, str]]:
 
 def verify_peer(peer: Peer, vocab: Vocabulary, texts: Sequence[str] = VERIFY_TEXTS) -> bool:
     """Do the peer's ids equal bpebench's reference pipeline on ``texts``? Sets ``peer.same_ids``."""
-    from .tokenizer import Tokenizer
+    from ..pipeline.tokenizer import Tokenizer
 
     reference = Tokenizer(vocab, algorithm="naive")
     peer.same_ids = all(peer.encode_ordinary(t) == reference.encode_ordinary(t) for t in texts)
@@ -380,7 +380,7 @@ def verify_peer(peer: Peer, vocab: Vocabulary, texts: Sequence[str] = VERIFY_TEX
 
 def make_peer(name: str, vocab: Vocabulary, *, verify: bool = True) -> Peer:
     """Build (memoised per vocabulary) the peer ``name`` for ``vocab``; BpebenchError if it cannot."""
-    from .errors import BpebenchError, UnknownNameError
+    from bpebench.errors import BpebenchError, UnknownNameError
 
     spec = PEERS.get(name)
     if spec is None:

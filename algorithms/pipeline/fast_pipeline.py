@@ -8,7 +8,7 @@ bytes of the text:
 
 1. decode UTF-8 and classify every character (``utf8_class_words``);
 2. find where the piece that starts here ends (``next_piece_end``; the
-   pre-tokenizer of :mod:`algorithms.pretokenize_compiled`, identical to
+   pre-tokenizer of :mod:`bpebench.algorithms.pipeline.pretokenize_compiled`, identical to
    ``regex.findall`` with the vocabulary's pattern);
 3. encode the piece. Most pieces of natural text are one token (95% of English
    prose and code): if the whole piece is a token BPE produces, that token is
@@ -18,9 +18,9 @@ bytes of the text:
    up to 8 bytes, ``short_piece.medium_token`` for 9 to 16), others by walking
    the forward trie over the piece. A piece of several tokens is first looked up
    in the call's piece memo (below); if it is new, pieces of at most 32 bytes run
-   the O(L^2) merge loop of :mod:`algorithms.short_piece` (the definition over
+   the O(L^2) merge loop of :mod:`bpebench.algorithms.kernels.short_piece` (the definition over
    packed merge ranks, as tiktoken does) and longer ones the backtracking kernel
-   of :mod:`algorithms.backtracking` (linear, so one long piece stays O(n));
+   of :mod:`bpebench.algorithms.backtracking` (linear, so one long piece stays O(n));
 4. append the ids to a preallocated ``int32`` output (a text of ``n`` bytes has at
    most ``n`` tokens).
 
@@ -110,13 +110,13 @@ from typing import NamedTuple
 
 import numpy as np
 from . import aot as _aot
-from .jit import njit
+from ..kernels.jit import njit
 
-from .backtracking import backtrack_piece
-from .compiled import bytes_lookup, fnv1a, rank_order_break
-from .matching import Matcher, spelled_token
+from ..backtracking import backtrack_piece
+from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
+from ..kernels.matching import Matcher, spelled_token
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
-from .short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
+from ..kernels.short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -292,17 +292,10 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
     return n_out
 
 
-# ----------------------------------------------------------------------------- kernel sources
-#: modules whose numba code is compiled into the kernels above (the ahead-of-time module's
-#: key hashes them; ``jit`` makes numba's disk cache follow every kernel module)
-_KERNEL_SOURCES = ("backtracking.py", "matching.py", "compiled.py", "pretokenize_compiled.py", "unicode_table.py",
-                   "short_piece.py")
-
-
 # ----------------------------------------------------------------------------- Python front end
 def supported_pattern(vocab) -> str | None:
     """The compiled pre-tokenizer's name for ``vocab``'s pattern, or None if it has none."""
-    from .patterns import PATTERNS
+    from ..formats.patterns import PATTERNS
     from .pretokenize_compiled import SUPPORTED
 
     pattern = vocab.pattern
@@ -332,7 +325,7 @@ class FusedPipeline:
 
     Only the pieces' ids: normalizers and special tokens are the Tokenizer's job. The
     calls go to the ahead-of-time compiled copy of ``encode_utf8`` / ``encode_utf8_batch``
-    when it is available (``aot`` is True; see :mod:`algorithms.aot`), else to numba's JIT.
+    when it is available (``aot`` is True; see :mod:`bpebench.algorithms.pipeline.aot`), else to numba's JIT.
     """
 
     #: texts up to this many bytes reuse the calling thread's output buffer, and outputs up to
@@ -347,14 +340,14 @@ class FusedPipeline:
     GATHER_MIN = 64
 
     def __init__(self, vocabulary) -> None:
-        from .compiled import compile_vocabulary
-        from .matching import build_matcher
+        from ..kernels.compiled import compile_vocabulary
+        from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
-        from .short_piece import short_piece_tables
+        from ..kernels.short_piece import short_piece_tables
 
         reason = unsupported_reason(vocabulary)
         if reason is not None:
-            from .errors import BpebenchError
+            from bpebench.errors import BpebenchError
 
             raise BpebenchError(f"{vocabulary.name}: no fused pipeline: {reason}")
         self.vocabulary = vocabulary
@@ -378,7 +371,7 @@ class FusedPipeline:
         self._id_lists = None  # the ahead-of-time helper module that builds id lists in C
         self._encode = _DirectCall(encode_utf8)
         self._encode_batch = _DirectCall(encode_utf8_batch)
-        # the ahead-of-time compiled entry points when available (``algorithms/aot.py``): no numba import
+        # the ahead-of-time compiled entry points when available (``algorithms/pipeline/aot.py``): no numba import
         aot_calls = _aot.entry_points(self.plan)
         self.aot = aot_calls is not None
         if aot_calls is not None:
@@ -387,7 +380,7 @@ class FusedPipeline:
 
     def _check(self, data: np.ndarray) -> None:
         if not self._all_bytes_are_tokens:
-            from .encoder import check_encodable
+            from ..core.encoder import check_encodable
 
             check_encodable(self.vocabulary, data)
 
@@ -512,7 +505,7 @@ class _DirectCall:
 
 
 def _has_unreachable(vocabulary, tables) -> bool:
-    from .compiled import NEVER
+    from ..kernels.compiled import NEVER
 
     usable = np.ones(len(tables.priority), dtype=bool)
     usable[list(vocabulary.excluded)] = False

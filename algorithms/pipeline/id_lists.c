@@ -15,7 +15,7 @@
 
    Every id is checked against len(objects) (IndexError), buffers against their
    item size and dimensions (TypeError), so no argument reads outside an array.
-   Built with the ahead-of-time module (``algorithms/aot.py``), which loads it. */
+   Built with the ahead-of-time module (``algorithms/pipeline/aot.py``), which loads it. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -14,7 +14,7 @@ with the best (lowest) priority, leftmost on ties, until none applies.
 
 For the fast encoders every reachable multi-byte token is reduced to exactly one
 pair of earlier tokens, its *split*: the last merge BPE performs when it encodes the
-token's own bytes (see ``algorithms.compiled.derive_splits``). Tokens BPE can never
+token's own bytes (see ``bpebench.algorithms.kernels.compiled.derive_splits``). Tokens BPE can never
 produce are reported by :meth:`Vocabulary.problems` instead of failing later.
 """
 
@@ -27,7 +27,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from .errors import BpebenchError, VocabularyError
+from bpebench.errors import BpebenchError, VocabularyError
 
 MergeRule = Literal["ranks", "merges"]
 
@@ -45,7 +45,7 @@ class Vocabulary:
         rule: ``"ranks"`` or ``"merges"`` (see the module docstring).
         merges: for ``"merges"`` vocabularies, ``(left_id, right_id) -> (priority, merged_id)``.
         special_tokens: special token text -> id; never produced by BPE.
-        pattern: name (``algorithms.patterns``) or regex of the pre-tokenizer, or None.
+        pattern: name (``bpebench.algorithms.formats.patterns``) or regex of the pre-tokenizer, or None.
         normalizer: ``"none"``, or ``"sentencepiece"`` (space -> U+2581 and a dummy prefix).
         excluded: ids that BPE never produces although their bytes equal another
             token's (SentencePiece byte-fallback pieces, hidden helpers).
@@ -222,7 +222,7 @@ class Vocabulary:
     def splits(self) -> tuple[np.ndarray, np.ndarray]:
         """(left, right) int32 arrays: the pair each token is last merged from; -1 for base tokens
         and for tokens BPE can never produce (see :meth:`problems`)."""
-        from .compiled import derive_splits
+        from ..kernels.compiled import derive_splits
 
         return derive_splits(self)
 
@@ -234,7 +234,7 @@ class Vocabulary:
         excluded = np.zeros(len(self.tokens), dtype=bool)
         excluded[list(self.excluded)] = True
         ids = np.flatnonzero((left < 0) & (lengths > 1) & ~excluded)
-        from .compiled import rank_order_break
+        from ..kernels.compiled import rank_order_break
 
         if len(ids) and rank_order_break(self) is not None:
             # the derivation misses tokens that merges out of priority order form: ask the definition
@@ -242,7 +242,7 @@ class Vocabulary:
         return ids
 
     def _produces_itself(self, token_id: int) -> bool:
-        from .naive import bpe_reference
+        from ..kernels.reference import bpe_reference
 
         try:
             return bpe_reference(self, self.tokens[token_id]) == [token_id]
@@ -273,7 +273,7 @@ class Vocabulary:
                 f"{len(unreachable)} tokens cannot be derived by merging two earlier tokens, so BPE never"
                 f" produces them (e.g. {shown})"
             )
-        from .compiled import rank_order_break
+        from ..kernels.compiled import rank_order_break
 
         out_of_order = rank_order_break(self)
         if out_of_order:

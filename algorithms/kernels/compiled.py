@@ -318,8 +318,8 @@ def _find_rank_order_break(vocab) -> str | None:
                 candidates.add(t)
     if not candidates:
         return None
-    from .errors import BpebenchError
-    from .naive import bpe_reference
+    from bpebench.errors import BpebenchError
+    from .reference import bpe_reference
 
     tokens = vocab.tokens
     for t in sorted(candidates):
@@ -347,7 +347,7 @@ def require_ordered_merges(vocab, who: str) -> None:
     """Raise UnsupportedVocabulary when ``vocab`` breaks the merge order ``who`` relies on."""
     reason = rank_order_break(vocab)
     if reason is not None:
-        from .errors import UnsupportedVocabulary
+        from bpebench.errors import UnsupportedVocabulary
 
         raise UnsupportedVocabulary(f"{who} cannot encode {vocab.name} exactly: {reason} (heap and naive can)")
 

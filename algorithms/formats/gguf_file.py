@@ -6,7 +6,7 @@ Two tokenizer models are supported, each through the loader of the format it cam
   strings), ``merges`` (``"a b"``, priority = position) and ``token_type``
   (control and user-defined tokens become special tokens). The pre-tokenizer
   regex is not stored in GGUF, only a name (``tokenizer.ggml.pre``); the names
-  llama.cpp uses for the patterns in ``algorithms.patterns`` are mapped here,
+  llama.cpp uses for the patterns in ``bpebench.algorithms.formats.patterns`` are mapped here,
   anything else is refused unless ``pattern=`` is given.
 * ``llama``: SentencePiece BPE: ``tokens`` (with ``▁``), ``scores`` and
   ``token_type`` are the pieces of a ``.model`` file, and
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import VocabularyError
-from ..vocabulary import Vocabulary
+from bpebench.errors import VocabularyError
+from .vocabulary import Vocabulary
 from .hf_json import byte_level_vocabulary
 from .sentencepiece_model import (
     CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, normalizer_name, sentencepiece_vocabulary,

@@ -1,8 +1,9 @@
 """The algorithm registry: every encoder, found by name.
 
 Encoders inside bpebench register with ``@register_encoder`` in their own module
-under ``algorithms/`` (every public module there is imported on first use, so a
-new module needs no other edit). Outside packages register through the
+under ``algorithms/``. Every plain module there is an encoder (the infrastructure
+lives in subpackages), and each is imported on first use, so a new module needs no
+other edit. Outside packages register through the
 entry-point group ``bpebench.encoders`` (``name = "module:Class"``).
 """
 
@@ -14,18 +15,13 @@ from importlib import metadata
 from typing import TypeVar
 
 from .encoder import Encoder
-from .errors import UnknownNameError
+from bpebench.errors import UnknownNameError
 
 ENTRY_POINT_GROUP = "bpebench.encoders"
 _REGISTRY: dict[str, type[Encoder]] = {}
 #: modules / entry points that failed to load: where -> one-line reason (``bpebench list`` shows them)
 BROKEN: dict[str, str] = {}
 _discovered = False
-#: modules under algorithms/ that hold no encoder (skipped by discovery)
-_NOT_ENCODERS = {"errors", "encoder", "registry", "vocabulary", "compiled", "patterns",
-                 "loaders", "builtin", "tokenizer", "pretokenize", "pretokenize_compiled",
-                 "unicode_table", "peers", "matching", "chunking", "cache", "agreement",
-                 "short_piece", "jit", "aot"}
 
 E = TypeVar("E", bound=type[Encoder])
 
@@ -46,15 +42,16 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    import algorithms
+    from bpebench import algorithms
 
     for info in pkgutil.iter_modules(algorithms.__path__):
-        if info.name.startswith("_") or info.name in _NOT_ENCODERS:
+        if info.ispkg or info.name.startswith("_"):  # subpackages hold the infrastructure
             continue
+        module_name = f"{algorithms.__name__}.{info.name}"
         try:
-            importlib.import_module(f"algorithms.{info.name}")
+            importlib.import_module(module_name)
         except Exception as exc:  # one broken module must not take every other encoder down
-            BROKEN[f"algorithms.{info.name}"] = f"{type(exc).__name__}: {exc}"
+            BROKEN[module_name] = f"{type(exc).__name__}: {exc}"
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in _REGISTRY:
             continue

@@ -6,7 +6,7 @@ seconds. Seed 002's recipe is to do that work once, offline, and at load time
 only map the result. ``cached_vocabulary(source, loader_id, build)`` does this:
 
 * the first time, ``build()`` loads the vocabulary the slow way; its
-  :class:`~algorithms.compiled.Tables`, its :class:`~algorithms.matching.Matcher`,
+  :class:`~bpebench.algorithms.kernels.compiled.Tables`, its :class:`~bpebench.algorithms.kernels.matching.Matcher`,
   its priorities (and merge list) and a small JSON header (name, pattern, special
   tokens, normalizer, ...) are written to one file in the cache directory;
 * afterwards the file is memory-mapped (copy-on-write, so the arrays are ordinary
@@ -26,7 +26,7 @@ Keys and staleness: the file name holds a hash of the format version, the loader
 id (a built-in name, or a path and its format), the source file's size,
 modification time and sha256 (about 2 ms for o200k), and the size and
 modification time of the modules that define the stored layout
-(``compiled.py``, ``matching.py``, ``vocabulary.py``, the loaders, this module).
+(``kernels/compiled.py``, ``kernels/matching.py``, ``formats/``, this module).
 Change any of these and the key changes: the vocabulary is rebuilt, and older
 files for the same loader id are removed.
 
@@ -64,16 +64,18 @@ from typing import Callable
 
 import numpy as np
 
-from .vocabulary import Vocabulary
+from ..formats.vocabulary import Vocabulary
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: record types named in the bpebench namespace
 MAGIC = b"BPEBENCH-VOCAB\x00\x01"
 _PREFIX = len(MAGIC) + 8 + 32
 _ALIGN = 64
 _SUFFIX = ".bpv"
 _DISABLED = {"off", "0", "no", "false"}
-#: modules whose code decides what a cache file holds (their size and mtime are in the key)
-_LAYOUT_MODULES = ("cache.py", "compiled.py", "matching.py", "short_piece.py", "vocabulary.py", "loaders")
+#: modules whose code decides what a cache file holds (their size and mtime are in the key),
+#: relative to the ``algorithms`` tree; a folder stands for its modules
+_LAYOUT_MODULES = ("cache/vocabularies.py", "kernels/compiled.py", "kernels/matching.py", "kernels/short_piece.py",
+                   "formats")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
 
 
@@ -92,17 +94,17 @@ def cache_dir() -> Path | None:
 
 
 def _layout_fingerprint() -> list:
-    here = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]
     stamps = []
     for name in _LAYOUT_MODULES:
-        path = here / name
+        path = root / name
         files = sorted(path.glob("*.py")) if path.is_dir() else [path]
         for f in files:
             try:
                 st = f.stat()
             except OSError:
                 continue
-            stamps.append([f.name, st.st_size, st.st_mtime_ns])
+            stamps.append([f.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
     return stamps
 
 
@@ -187,7 +189,7 @@ def _flatten(prefix: str, record, arrays: dict, scalars: dict, types: dict) -> N
 
 
 def _vocabulary_meta(vocab: Vocabulary) -> dict:
-    from .compiled import rank_order_break
+    from ..kernels.compiled import rank_order_break
 
     return {
         "class": "CachedVocabulary",
@@ -210,9 +212,9 @@ def _vocabulary_meta(vocab: Vocabulary) -> dict:
 
 def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
     """Compile ``vocab`` (tables and matcher) and write it to ``path`` atomically."""
-    from .compiled import compile_vocabulary
-    from .matching import build_matcher
-    from .short_piece import short_piece_tables
+    from ..kernels.compiled import compile_vocabulary
+    from ..kernels.matching import build_matcher
+    from ..kernels.short_piece import short_piece_tables
 
     tables = compile_vocabulary(vocab)
     matcher = build_matcher(vocab)
@@ -292,7 +294,7 @@ def _read_header(f, size: int) -> dict:
 
 def _resolve_type(spec: str):
     module_name, _, qualname = spec.partition(":")
-    if not module_name.startswith("algorithms."):
+    if not module_name.startswith("bpebench.algorithms."):
         raise CacheDamaged(f"unexpected record type {spec}")
     return getattr(importlib.import_module(module_name), qualname)
 
@@ -399,7 +401,7 @@ def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVoc
 
 
 def _short_piece_table_names() -> frozenset[str]:
-    from .short_piece import TABLE_NAMES
+    from ..kernels.short_piece import TABLE_NAMES
 
     return TABLE_NAMES
 

@@ -13,7 +13,7 @@ tiktoken's (tiktoken vocabularies), HF's (``tokenizer.json``) or sentencepiece's
 
 Two ways through the middle, with identical ids:
 
-* the fused pipeline (:mod:`algorithms.fast_pipeline`): when the vocabulary's
+* the fused pipeline (:mod:`bpebench.algorithms.pipeline.fast_pipeline`): when the vocabulary's
   pattern has a compiled pre-tokenizer and the encoder is ``backtracking`` (the
   default), a whole text, or a whole batch, is split and encoded in one numba
   call (``fused`` is True). Texts holding lone surrogates (which UTF-8 cannot
@@ -35,11 +35,11 @@ from typing import AbstractSet, Collection, Iterable, Literal, Sequence
 import numpy as np
 import regex
 
-from .encoder import Encoder
-from .errors import BpebenchError
+from ..core.encoder import Encoder
+from bpebench.errors import BpebenchError
 from .pretokenize import NORMALIZERS, RegexPretokenizer, WholeText
-from .registry import default_encoder_name, make_encoder
-from .vocabulary import Vocabulary
+from ..core.registry import default_encoder_name, make_encoder
+from ..formats.vocabulary import Vocabulary
 
 
 class DisallowedSpecialError(BpebenchError, ValueError):
@@ -65,7 +65,7 @@ class Tokenizer:
 
     Args:
         vocabulary: the Vocabulary, or a built-in name or path given to
-            ``algorithms.loaders.load_vocabulary``.
+            ``bpebench.algorithms.formats.load_vocabulary``.
         algorithm: an encoder name, an Encoder instance, or None for the fastest exact one that
             accepts the vocabulary (``heap`` when its merges run out of priority order).
         pretokenizer: None for the fastest exact choice (the compiled pre-tokenizer, fused
@@ -84,7 +84,7 @@ class Tokenizer:
         from .fast_pipeline import supported_pattern, unsupported_reason
 
         if isinstance(vocabulary, (str, os.PathLike)):
-            from .loaders import load_vocabulary
+            from ..formats import load_vocabulary
 
             vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = vocabulary
@@ -124,7 +124,7 @@ class Tokenizer:
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
 
     def _encoder_is_fusable(self) -> bool:
-        from .backtracking import BacktrackingEncoder
+        from ..backtracking import BacktrackingEncoder
 
         # exactly the backtracking encoder: a subclass may encode differently, and other
         # encoders must stay measurable through the Tokenizer

@@ -6,12 +6,12 @@ compiled function (~220 ms), even when every kernel comes from numba's disk
 cache. This module compiles the fused pipeline's two entry points,
 ``fast_pipeline.encode_utf8`` and ``fast_pipeline.encode_utf8_batch``, once into
 a plain CPython extension module with ``numba.pycc``; loading it needs numpy
-only. With the lazy ``njit`` of :mod:`algorithms.jit`, a process that only
+only. With the lazy ``njit`` of :mod:`bpebench.algorithms.kernels.jit`, a process that only
 encodes with the default Tokenizer then never imports numba.
 
 Exported functions: pycc exports take flat arguments, so each entry point is
 wrapped in a generated function that takes every array and scalar of the
-:class:`~algorithms.fast_pipeline.Plan` (and of its nested ``Matcher`` and
+:class:`~bpebench.algorithms.pipeline.fast_pipeline.Plan` (and of its nested ``Matcher`` and
 ``Trie``) separately, rebuilds the NamedTuples in nopython code and calls the
 kernel, which numba compiles into the module. The argument types come from
 :func:`describe` of a real plan: arrays are declared C-contiguous and read-only
@@ -28,15 +28,15 @@ one pass (``FusedPipeline.id_list``), which numpy cannot do as fast. It is loade
 with the main module and checked the same way; without it (JIT) numpy's gather is used.
 
 Where: ``$BPEBENCH_CACHE/aot/fused-<key>/`` (default ``~/.cache/bpebench``), with a
-``manifest.json``. The key hashes the kernel sources (``fast_pipeline.py``, the
-modules in its ``_KERNEL_SOURCES``, this module, ``jit.py`` and ``id_lists.c``), the numba,
+``manifest.json``. The key hashes the kernel sources (:data:`KEY_SOURCES`: the fused
+kernel and every module compiled into it, this module, the build and ``id_lists.c``), the numba,
 llvmlite, numpy and Python versions, the platform and the CPU (the module is
 compiled for the host CPU, as the JIT is). Edit a kernel and the key changes.
 
-When: the first :class:`~algorithms.fast_pipeline.FusedPipeline` of a process
+When: the first :class:`~bpebench.algorithms.pipeline.fast_pipeline.FusedPipeline` of a process
 that finds no module builds it (``bpebench compile`` does it on purpose). The
 build replaces numba's JIT compilation of the fused kernels and costs less (about
-40 s here, against 60-80 s). It runs in a child process with an empty
+40 s here, against 60-80 s). It runs :mod:`.aot_build` in a child process with an empty
 ``NUMBA_CACHE_DIR``, so the module is compiled from the current sources, never from
 stale numba cache entries. It is written under a temporary name and renamed into
 place (atomic); a lock file makes a second process wait for the first one's build.
@@ -72,8 +72,11 @@ FORMAT_VERSION = 2
 _OFF = {"0", "off", "no", "false"}
 #: builds kept in the ``aot`` directory (other checkouts or versions may use the older ones)
 _KEEP = 4
-#: the files whose contents are in the key, besides ``fast_pipeline._KERNEL_SOURCES``
-_OWN_SOURCES = ("fast_pipeline.py", "aot.py", "jit.py", ID_LISTS_SOURCE)
+#: the files whose contents are in the key (paths relative to the ``algorithms`` tree): the fused
+#: kernel, the modules whose numba code is compiled into it, this loader, its build and the C helper
+KEY_SOURCES = ("pipeline/fast_pipeline.py", "backtracking.py", "kernels/matching.py", "kernels/compiled.py",
+               "kernels/short_piece.py", "pipeline/pretokenize_compiled.py", "pipeline/unicode_table.py",
+               "kernels/jit.py", "pipeline/aot.py", "pipeline/aot_build.py", f"pipeline/{ID_LISTS_SOURCE}")
 _BUILD_TIMEOUT = 3600
 
 
@@ -93,7 +96,7 @@ def enabled() -> bool:
 
 
 def cache_root() -> Path:
-    """``$BPEBENCH_CACHE`` or ``~/.cache/bpebench`` (as in :mod:`algorithms.cache`)."""
+    """``$BPEBENCH_CACHE`` or ``~/.cache/bpebench`` (as in :mod:`bpebench.algorithms.cache.vocabularies`)."""
     root = os.environ.get("BPEBENCH_CACHE")
     return Path(root) if root else Path.home() / ".cache" / "bpebench"
 
@@ -117,13 +120,13 @@ def build_key() -> str:
 def _key_parts() -> dict:
     import platform
 
-    from .fast_pipeline import _KERNEL_SOURCES
+    from ..kernels.jit import ALGORITHMS_ROOT
 
-    here = Path(__file__).resolve().parent
+    root = Path(ALGORITHMS_ROOT)
     sources = {}
-    for name in sorted(set(_OWN_SOURCES) | set(_KERNEL_SOURCES)):
+    for name in sorted(KEY_SOURCES):
         try:
-            sources[name] = hashlib.sha256((here / name).read_bytes()).hexdigest()
+            sources[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()
         except OSError:
             sources[name] = None
     return {
@@ -178,7 +181,7 @@ def _cpu_fingerprint() -> str:
 def describe(plan) -> dict:
     """The flat argument list of ``plan``: its NamedTuple records and its leaves in order.
 
-    ``{"records": {"": "algorithms.fast_pipeline:Plan", "matcher": ..., ...},
+    ``{"records": {"": "bpebench.algorithms.pipeline.fast_pipeline:Plan", "matcher": ..., ...},
     "fields": {"": [...], ...}, "leaves": [{"path": "matcher.forward.cells",
     "kind": "array", "dtype": "<i4", "ndim": 2}, {"path": "pattern_id", "kind": "int"}, ...]}``
     """
@@ -518,13 +521,11 @@ def _build_into(target: Path, description: dict, *, verbose: bool) -> None:
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shareable
         (tmp / "plan.json").write_text(json.dumps(description))
-        package_parent = str(Path(__file__).resolve().parents[1])
         env = dict(os.environ, BPEBENCH_AOT="0", NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
         env.pop("NUMBA_DISABLE_JIT", None)
-        script = "import sys; from algorithms.aot import _child_main; sys.exit(_child_main(sys.argv[1:]))"
+        script = f"import sys; from {__package__}.aot_build import main; sys.exit(main(sys.argv[1:]))"
         done = subprocess.run([sys.executable, "-c", script, str(tmp), str(Path(__file__).resolve())],
-                              cwd=package_parent, env=env, timeout=_BUILD_TIMEOUT,
+                              cwd=str(tmp), env=env, timeout=_BUILD_TIMEOUT,
                               stdout=None if verbose else subprocess.PIPE,
                               stderr=None if verbose else subprocess.PIPE, text=True)
         if done.returncode != 0:
@@ -594,132 +595,9 @@ def _remove_old(keep: Path) -> None:
             pass
 
 
-def _child_main(argv: list[str]) -> int:
-    """The build process: compile the exported functions into ``argv[0]``, write the manifest.
-    Errors end as one line on stderr and exit code 1."""
-    try:
-        return _child_build(Path(argv[0]), Path(argv[1]))
-    except Exception as exc:  # noqa: BLE001 - the parent shows the last line
-        print(_one_line(exc), file=sys.stderr)
-        return 1
-
-
-def _child_build(out_dir: Path, expected_file: Path) -> int:
-    import sysconfig
-    import warnings
-
-    if Path(__file__).resolve() != expected_file:
-        raise AotError(f"the build process imported {Path(__file__).resolve()}, not {expected_file}")
-    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
-    if not include.exists():
-        raise AotError(f"no Python headers ({include} is missing; install the python3-dev package)")
-    description = json.loads((out_dir / "plan.json").read_bytes())
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
-        import llvmlite.binding as llvm
-        import numba
-        from numba import types
-        from numba.pycc import CC
-
-        try:
-            cc = CC(MODULE_NAME, source_module=__name__)  # checks that a C compiler works
-        except Exception as exc:  # noqa: BLE001 - numba's message is several lines
-            raise AotError(f"no working C compiler for numba.pycc ({type(exc).__name__})") from None
-        cc.output_dir = str(out_dir)
-        cc.target_cpu = "host"  # as the JIT compiles: for this machine's CPU (the key holds it)
-
-        from . import fast_pipeline, jit
-
-        jit.materialise()
-        exports = _generate_exports(description, fast_pipeline)
-        leaf_types = [_numba_leaf_type(leaf) for leaf in description["leaves"]]
-        data = types.Array(types.uint8, 1, "C", readonly=True)
-        offsets = types.Array(types.int64, 1, "C", readonly=True)
-        ids = types.Array(types.int32, 1, "C")
-        out_offsets = types.Array(types.int64, 1, "C")
-        cc.export("encode_utf8", types.int64(*leaf_types, data, ids))(exports["encode_utf8"])
-        cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets))(
-            exports["encode_utf8_batch"])
-        cc.compile()
-        cpu = llvm.get_host_cpu_name()
-        id_lists = _compile_id_lists(out_dir)
-    manifest = {
-        "format": FORMAT_VERSION, "key": build_key(), "parts": _key_parts(), **_file_record(out_dir / cc.output_file),
-        "helpers": {ID_LISTS_MODULE: _file_record(id_lists)}, "plan": description,
-        "host_cpu": cpu, "numba": numba.__version__, "seconds": round(time.perf_counter() - start, 1),
-        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    return 0
-
-
 def _file_record(path: Path) -> dict:
     payload = path.read_bytes()
     return {"file": path.name, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
-
-
-def _compile_id_lists(out_dir: Path) -> Path:
-    """Compile ``id_lists.c`` into the extension module ``_bpebench_ids`` in ``out_dir``, with the
-    compiler and flags Python's own extensions use (numba's toolchain, as pycc does)."""
-    import shutil
-    import tempfile
-
-    from numba.pycc.platform import Toolchain
-
-    toolchain = Toolchain()
-    build_dir = tempfile.mkdtemp(prefix="bpebench-ids-")
-    try:
-        objects = toolchain.compile_objects([str(Path(__file__).resolve().parent / ID_LISTS_SOURCE)], build_dir,
-                                            include_dirs=toolchain.get_python_include_dirs())
-        output = out_dir / toolchain.get_ext_filename(ID_LISTS_MODULE)
-        toolchain.link_shared(str(output), objects, toolchain.get_python_libraries(),
-                              toolchain.get_python_library_dirs(), export_symbols=[f"PyInit_{ID_LISTS_MODULE}"])
-    finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
-    return output
-
-
-def _numba_leaf_type(leaf: dict):
-    from numba import types
-    from numba.np.numpy_support import from_dtype
-
-    kind = leaf["kind"]
-    if kind == "array":
-        return types.Array(from_dtype(np.dtype(leaf["dtype"])), leaf["ndim"], "C", readonly=True)
-    return {"bool": types.boolean, "int": types.int64, "float": types.float64}[kind]
-
-
-def _generate_exports(description: dict, fast_pipeline) -> dict:
-    """Python source of the two exported functions (flat arguments -> Plan -> kernel), compiled."""
-    import importlib
-
-    namespace: dict = {"__name__": f"{__name__}_exports",
-                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch}
-    names = {leaf["path"]: f"a{i}" for i, leaf in enumerate(description["leaves"])}
-    classes = {}
-    for i, (prefix, spec) in enumerate(description["records"].items()):
-        module_name, _, qualname = spec.partition(":")
-        if not module_name.startswith("algorithms."):
-            raise AotError(f"unexpected record type {spec}")
-        classes[prefix] = f"_R{i}"
-        namespace[f"_R{i}"] = getattr(importlib.import_module(module_name), qualname)
-
-    def construct(prefix: str) -> str:
-        parts = []
-        for field in description["fields"][prefix]:
-            path = f"{prefix}.{field}" if prefix else field
-            parts.append(construct(path) if path in description["records"] else names[path])
-        return f"{classes[prefix]}({', '.join(parts)})"
-
-    params = ", ".join(names.values())
-    plan = construct("")
-    source = (f"def encode_utf8({params}, data, out):\n"
-              f"    return _encode_utf8({plan}, data, out)\n\n"
-              f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets):\n"
-              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets)\n")
-    exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
-    return {"encode_utf8": namespace["encode_utf8"], "encode_utf8_batch": namespace["encode_utf8_batch"]}
 
 
 # ----------------------------------------------------------------------------- the fused pipeline's hook
@@ -740,18 +618,3 @@ def id_lists():
     """The loaded ``_bpebench_ids`` helper module (``id_list``, ``id_lists``), or None."""
     module = load()
     return None if module is None else module.id_lists
-
-
-def example_plan():
-    """The Plan of a tiny vocabulary (for ``bpebench compile``: the types are what matter)."""
-    from .fast_pipeline import FusedPipeline
-    from .vocabulary import Vocabulary
-
-    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"ab", b"abc", b"bc"], name="aot-example",
-                                  pattern="o200k")
-    global _suspended
-    _suspended = True  # this plan only describes types: no module is loaded or built for it
-    try:
-        return FusedPipeline(vocab).plan
-    finally:
-        _suspended = False

@@ -2,7 +2,7 @@
 
 ``RegexPretokenizer`` is the reference: ``regex.findall`` with the vocabulary's
 pattern, exactly what tiktoken and HF tokenizers do. A compiled scanner
-(``algorithms.pretokenize_compiled``) must split identically.
+(``bpebench.algorithms.pipeline.pretokenize_compiled``) must split identically.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Protocol
 
 import regex
 
-from .errors import BpebenchError
-from .patterns import resolve_pattern
+from bpebench.errors import BpebenchError
+from ..formats.patterns import resolve_pattern
 
 SPM_SPACE = "\u2581"  # SentencePiece's visible space "▁"
 
@@ -23,7 +23,7 @@ class Pretokenizer(Protocol):
 
 
 class RegexPretokenizer:
-    """Split with a regex pattern (a name from ``algorithms.patterns`` or a regex string)."""
+    """Split with a regex pattern (a name from ``bpebench.algorithms.formats.patterns`` or a regex string)."""
 
     def __init__(self, pattern: str) -> None:
         self.pattern = resolve_pattern(pattern)

@@ -1,10 +1,10 @@
 """Compiled (numba) pre-tokenizer that splits exactly like ``regex.findall``.
 
-For the five patterns in :mod:`algorithms.patterns` (``gpt2``, ``cl100k``,
+For the five patterns in :mod:`bpebench.algorithms.formats.patterns` (``gpt2``, ``cl100k``,
 ``o200k``, ``llama3``, ``qwen2``) this module reproduces
 ``regex.findall(PATTERNS[name], text)`` piece for piece, without a regex
 engine: UTF-8 is decoded in numba, each code point is looked up in a compact
-two-level class table (:mod:`algorithms.unicode_table`), and every pattern's
+two-level class table (:mod:`bpebench.algorithms.pipeline.unicode_table`), and every pattern's
 alternatives are implemented by hand as a small state machine that follows the
 backtracking engine's rules (leftmost alternative first, greedy quantifiers
 backing off one step at a time, possessive quantifiers never backing off,
@@ -56,7 +56,7 @@ Unicode version: the class table is generated from the ``regex`` module
 itself (it is the reference), not from ``unicodedata``: ``regex`` 2026.11.15
 implements Unicode 17.0 while Python 3.11's ``unicodedata`` is 14.0 (about
 27,000 code points would be classified differently). See
-:mod:`algorithms.unicode_table` (cached under ``~/.cache/bpebench``).
+:mod:`bpebench.algorithms.pipeline.unicode_table` (cached under ``~/.cache/bpebench``).
 ``regex``'s ``\\s`` is Unicode ``White_Space``: it does *not* contain
 U+001C..U+001F (``str.isspace`` does).
 
@@ -73,17 +73,17 @@ always advances, so it never loops or reads out of bounds.
 ``NUMBA_DISABLE_JIT=1`` runs the same functions as plain Python (slowly).
 The first use compiles for ~20-30 s; numba caches the machine code on disk.
 
-Speed: ``python -m algorithms.pretokenize_compiled`` benchmarks ``split_utf8``
+Speed: ``python -m bpebench.algorithms.pipeline.pretokenize_compiled`` benchmarks ``split_utf8``
 against ``regex.findall`` on 2 MB of stdlib source and of docstring prose.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from .jit import njit
+from ..kernels.jit import njit
 
-from algorithms.patterns import PATTERNS
-from algorithms.unicode_table import (
+from ..formats.patterns import PATTERNS
+from .unicode_table import (
     F_APOS,
     F_ASCII_LOW,
     F_CRLF,
@@ -557,7 +557,7 @@ class CompiledPretokenizer:
 
 
 # --------------------------------------------------------------------------
-# Benchmark: python -m algorithms.pretokenize_compiled [--mb 2] [--repeat 5]
+# Benchmark: python -m bpebench.algorithms.pipeline.pretokenize_compiled [--mb 2] [--repeat 5]
 # --------------------------------------------------------------------------
 
 

@@ -1,10 +1,11 @@
 """A lazy ``njit``: numba is imported when compiled code is first needed, not at import.
 
-Every module of ``algorithms`` decorates its kernels with ``from .jit import njit``
+Every module of ``bpebench.algorithms`` decorates its kernels with this ``njit``
 (same call forms as numba's: ``@njit``, ``@njit(cache=True)``,
 ``@njit(cache=True, inline="always")``). Importing those modules then costs no
 ``import numba`` (about 250 ms), so a process that encodes through the fused
-pipeline's ahead-of-time compiled module (:mod:`algorithms.aot`) never loads numba.
+pipeline's ahead-of-time compiled module (:mod:`bpebench.algorithms.pipeline.aot`)
+never loads numba.
 
 How: ``njit`` records the Python function and its options and returns a
 :class:`LazyDispatcher` proxy. The first time any proxy is called, or one of its
@@ -109,25 +110,41 @@ def _wrap(func, options: dict):
 
 
 # ----------------------------------------------------------------------------- cache freshness
-_HERE = os.path.dirname(os.path.realpath(__file__))
+#: the ``algorithms`` tree: every module under it that imports this ``njit`` is a kernel module
+ALGORITHMS_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _kernel_digest: str | None = None
 
 
+def kernel_modules() -> list[str]:
+    """Paths (relative to :data:`ALGORITHMS_ROOT`, ``/``-separated, sorted) of the modules
+    that compile numba code: those importing ``njit`` from this module."""
+    from pathlib import Path
+
+    root = Path(ALGORITHMS_ROOT)
+    found = []
+    for path in root.rglob("*.py"):
+        try:
+            text = path.read_bytes()
+        except OSError:
+            continue
+        if b"jit import njit" in text:
+            found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
 def _kernel_sources_digest() -> str:
-    """sha256 of every module of this package that compiles numba code (those importing ``njit``)."""
+    """sha256 of every kernel module's name and contents."""
     global _kernel_digest
     if _kernel_digest is None:
         import hashlib
         from pathlib import Path
 
         digest = hashlib.sha256()
-        for path in sorted(Path(_HERE).glob("*.py")):
+        for name in kernel_modules():
             try:
-                text = path.read_bytes()
+                digest.update(name.encode() + b"\0" + (Path(ALGORITHMS_ROOT) / name).read_bytes())
             except OSError:
                 continue
-            if b"from .jit import njit" in text:
-                digest.update(path.name.encode() + b"\0" + text)
         _kernel_digest = digest.hexdigest()
     return _kernel_digest
 
@@ -144,7 +161,7 @@ def _stamped(dispatcher):
     differ, nothing changes. Functions from outside this package are left alone."""
     module = sys.modules.get(getattr(getattr(dispatcher, "py_func", None), "__module__", "") or "")
     source = getattr(module, "__file__", None)
-    if not source or os.path.dirname(os.path.realpath(source)) != _HERE:
+    if not source or not os.path.realpath(source).startswith(ALGORITHMS_ROOT + os.sep):
         return dispatcher
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
     stamp = getattr(cache_file, "_source_stamp", None)

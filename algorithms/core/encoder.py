@@ -1,11 +1,11 @@
 """The Encoder interface: one BPE strategy over raw bytes (no pre-tokenization).
 
-An encoder is built from a :class:`~algorithms.vocabulary.Vocabulary` and turns
+An encoder is built from a :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary` and turns
 bytes into token ids. It declares what it can do in ``capabilities`` so that the
 conformance kit, the benchmarks and the reports choose what to run on it:
 
 * ``"exact"``: output equals the reference BPE encoding (else it is approximate);
-* ``"appending"`` / ``"prepending"``: offers an incremental counter (see ``algorithms.appending``);
+* ``"appending"`` / ``"prepending"``: offers an incremental counter (see ``bpebench.algorithms.appending``);
 * ``"interval"``: offers range counting after preprocessing.
 
 Subclasses implement :meth:`encode`; :meth:`count` and :meth:`encode_pieces` have
@@ -18,8 +18,8 @@ from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from .errors import BpebenchError
-from .vocabulary import Vocabulary
+from bpebench.errors import BpebenchError
+from ..formats.vocabulary import Vocabulary
 
 
 class Encoder:
@@ -39,7 +39,7 @@ class Encoder:
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         if self.needs_ordered_merges:
-            from .compiled import require_ordered_merges
+            from ..kernels.compiled import require_ordered_merges
 
             require_ordered_merges(vocabulary, self.name or type(self).__qualname__)
         self.vocabulary = vocabulary
@@ -49,7 +49,7 @@ class Encoder:
         """Why this encoder refuses ``vocabulary`` (raising ``UnsupportedVocabulary`` when built
         on it), or None when it encodes it."""
         if cls.needs_ordered_merges:
-            from .compiled import rank_order_break
+            from ..kernels.compiled import rank_order_break
 
             return rank_order_break(vocabulary)
         return None

@@ -62,7 +62,7 @@ numba functions (all exact; ``d`` is the depth walked, at most ``max_token_len``
 Building is O(total token bytes) after a lexicographic sort of the tokens
 (about 1 s for o200k, mostly the sort and the numba calls).
 
->>> from algorithms.vocabulary import Vocabulary
+>>> from bpebench.algorithms.formats.vocabulary import Vocabulary
 >>> v = Vocabulary.from_ranks([bytes([i]) for i in range(256)] + [b"ab", b"abc", b"bc"], name="t")
 >>> m = build_matcher(v)
 >>> data = np.frombuffer(b"abcd", dtype=np.uint8)
@@ -571,7 +571,7 @@ def _pack_merges(tables, next_prefix: np.ndarray, next_suffix: np.ndarray) -> tu
     16-byte rows and a separate ``next_prefix`` array)."""
     n = len(tables.priority)
     if n >= 1 << _ID_BITS:
-        from .errors import VocabularyError
+        from bpebench.errors import VocabularyError
 
         raise VocabularyError(f"{n} tokens: the fast encoders support at most {(1 << _ID_BITS) - 1}")
     _, rank = np.unique(tables.priority, return_inverse=True)
@@ -621,7 +621,7 @@ def merge_rank(pairs, pair_filter, left, right):
 
 @njit(cache=True, inline="always")  # a call per candidate with five arrays costs more than the walk
 def pair_compatible(rows, pairs, pair_filter, pair_floor, a, b):
-    """``algorithms.compiled.compatible`` over the packed layout (same walk, same answer):
+    """``bpebench.algorithms.kernels.compiled.compatible`` over the packed layout (same walk, same answer):
     True iff the tokens ``a b`` are the BPE encoding of their concatenated bytes.
 
     At each step a merge of the current pair matters only below ``limit``; ``pair_floor``

@@ -2,9 +2,9 @@
 
 The seed paper's motivating problems. Each function takes ``encoder_or_tokenizer``:
 
-* an :class:`~algorithms.encoder.Encoder`: the text is raw bytes (a ``str`` is
+* an :class:`~bpebench.algorithms.core.encoder.Encoder`: the text is raw bytes (a ``str`` is
   UTF-8 encoded and positions are *bytes*), no pre-tokenization;
-* a :class:`~algorithms.tokenizer.Tokenizer`: the text is a ``str``, positions are
+* a :class:`~bpebench.algorithms.pipeline.tokenizer.Tokenizer`: the text is a ``str``, positions are
   *characters*, and counts are those of ``tokenizer.count`` (normalizer,
   pre-tokenizer, whole-piece lookup, then the encoder per piece).
 
@@ -27,7 +27,7 @@ The seed paper's motivating problems. Each function takes ``encoder_or_tokenizer
 
 ``count_range(text, start, end, encoder_or_tokenizer=...)`` / ``RangeCounter``
     Exact counts of ``text[start:end]``. Encoders use an
-    :class:`~algorithms.interval.IntervalEncoding` (typically O(1) per query
+    :class:`~bpebench.algorithms.interval.IntervalEncoding` (typically O(1) per query
     after O(n) preprocessing); Tokenizers add whole-piece counts in between and
     re-tokenize the two edge stretches.
 
@@ -44,8 +44,8 @@ patterns); with approximate encoders (whose counts need not follow BPE's
 structure) the prefix is found by galloping and bisection, maximal when their
 count grows with the prefix.
 
->>> from algorithms.vocabulary import Vocabulary
->>> from algorithms.registry import make_encoder
+>>> from bpebench.algorithms.formats.vocabulary import Vocabulary
+>>> from bpebench.algorithms.core.registry import make_encoder
 >>> v = Vocabulary.from_ranks([bytes([i]) for i in range(256)] + [b"\\xc3\\xa9", b"a\\xc3", b"a\\xc3\\xa9"], name="t")
 >>> enc = make_encoder("backtracking", v)
 >>> split_at_tokens("aéaé", 1, encoder_or_tokenizer=enc)   # "aé" is one token
@@ -61,11 +61,11 @@ from typing import Callable, Union
 
 import numpy as np
 
-from .appending import AppendableEncoder
-from .errors import BpebenchError
-from .interval import IntervalEncoding
-from .encoder import Encoder, as_byte_array
-from .matching import build_matcher
+from ..appending import AppendableEncoder
+from bpebench.errors import BpebenchError
+from ..interval import IntervalEncoding
+from ..core.encoder import Encoder, as_byte_array
+from ..kernels.matching import build_matcher
 from .pretokenize import NORMALIZERS
 
 Text = Union[str, bytes]
@@ -74,12 +74,10 @@ _SHORT_REGION = 64  # characters re-tokenized one prefix at a time around a Toke
 
 # ----------------------------------------------------------------------------- helpers
 def _resolve(encoder_or_tokenizer):
-    from .tokenizer import Tokenizer
-
-    if isinstance(encoder_or_tokenizer, Tokenizer):
-        return None, encoder_or_tokenizer
     if isinstance(encoder_or_tokenizer, Encoder):
         return encoder_or_tokenizer, None
+    if hasattr(encoder_or_tokenizer, "encode_ordinary") and hasattr(encoder_or_tokenizer, "pretokenizer"):
+        return None, encoder_or_tokenizer  # a Tokenizer (it imports this module, not the other way round)
     raise BpebenchError(
         f"expected an Encoder or a Tokenizer, got {type(encoder_or_tokenizer).__name__}"
     )

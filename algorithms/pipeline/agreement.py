@@ -24,8 +24,8 @@ identical pieces are encoded once. Every statistic is exact; the cost is one
 reference encoding per distinct piece, so keep the corpus to what the reference
 can handle (the fast exact default encoder does megabytes; ``naive`` a few kB).
 
->>> from algorithms.vocabulary import Vocabulary
->>> from algorithms.registry import make_encoder
+>>> from bpebench.algorithms.formats.vocabulary import Vocabulary
+>>> from bpebench.algorithms.core.registry import make_encoder
 >>> v = Vocabulary.from_ranks([b"a", b"b", b"c", b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"], name="seed")
 >>> d = disagreement(make_encoder("greedy", v), make_encoder("naive", v), [b"abacb", b"abacbb"])
 >>> d["exact_match_rate"], d["count_diff"], d["examples"][0]["tokens"]
@@ -37,10 +37,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from .compiled import NEVER, compile_vocabulary, is_compatible, rank_order_break
-from .encoder import Encoder
-from .registry import default_encoder_name, make_encoder
-from .vocabulary import Vocabulary
+from ..kernels.compiled import NEVER, compile_vocabulary, is_compatible, rank_order_break
+from ..core.encoder import Encoder
+from ..core.registry import default_encoder_name, make_encoder
+from ..formats.vocabulary import Vocabulary
 
 
 def reference_encoder_for(vocabulary: Vocabulary) -> Encoder:

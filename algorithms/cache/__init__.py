@@ -1,0 +1,1 @@
+"""Derived data on disk: the memory-mapped vocabulary store (``vocabularies``)."""

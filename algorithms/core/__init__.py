@@ -1,0 +1,1 @@
+"""The Encoder interface and the registry that finds every encoder by name."""

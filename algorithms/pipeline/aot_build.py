@@ -1,0 +1,157 @@
+"""The ahead-of-time build itself: runs in a child process that :mod:`.aot` starts.
+
+It compiles the fused pipeline's two entry points into one extension module with
+``numba.pycc`` (each wrapped in a generated function that takes the Plan's arrays and
+scalars flat, see :mod:`.aot`), compiles ``id_lists.c`` beside it, and writes the
+manifest that :mod:`.aot` checks before it loads anything. Kept apart from the loader so
+that a process that only encodes imports neither this module nor the kernels' sources
+twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import aot, fast_pipeline
+from .aot import FORMAT_VERSION, ID_LISTS_MODULE, ID_LISTS_SOURCE, MODULE_NAME, AotError, _file_record, _one_line
+
+
+def main(argv: list[str]) -> int:
+    """The build process: compile the exported functions into ``argv[0]``, write the manifest.
+    Errors end as one line on stderr and exit code 1."""
+    try:
+        return _child_build(Path(argv[0]), Path(argv[1]))
+    except Exception as exc:  # noqa: BLE001 - the parent shows the last line
+        print(_one_line(exc), file=sys.stderr)
+        return 1
+
+
+def _child_build(out_dir: Path, expected_file: Path) -> int:
+    import sysconfig
+    import warnings
+
+    if Path(aot.__file__).resolve() != expected_file:
+        raise AotError(f"the build process imported {Path(aot.__file__).resolve()}, not {expected_file}")
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not include.exists():
+        raise AotError(f"no Python headers ({include} is missing; install the python3-dev package)")
+    description = json.loads((out_dir / "plan.json").read_bytes())
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
+        import llvmlite.binding as llvm
+        import numba
+        from numba import types
+        from numba.pycc import CC
+
+        try:
+            cc = CC(MODULE_NAME, source_module=__name__)  # checks that a C compiler works
+        except Exception as exc:  # noqa: BLE001 - numba's message is several lines
+            raise AotError(f"no working C compiler for numba.pycc ({type(exc).__name__})") from None
+        cc.output_dir = str(out_dir)
+        cc.target_cpu = "host"  # as the JIT compiles: for this machine's CPU (the key holds it)
+
+        from ..kernels import jit
+
+        jit.materialise()
+        exports = _generate_exports(description, fast_pipeline)
+        leaf_types = [_numba_leaf_type(leaf) for leaf in description["leaves"]]
+        data = types.Array(types.uint8, 1, "C", readonly=True)
+        offsets = types.Array(types.int64, 1, "C", readonly=True)
+        ids = types.Array(types.int32, 1, "C")
+        out_offsets = types.Array(types.int64, 1, "C")
+        cc.export("encode_utf8", types.int64(*leaf_types, data, ids))(exports["encode_utf8"])
+        cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets))(
+            exports["encode_utf8_batch"])
+        cc.compile()
+        cpu = llvm.get_host_cpu_name()
+        id_lists = _compile_id_lists(out_dir)
+    manifest = {
+        "format": FORMAT_VERSION, "key": aot.build_key(), "parts": aot._key_parts(), **_file_record(out_dir / cc.output_file),
+        "helpers": {ID_LISTS_MODULE: _file_record(id_lists)}, "plan": description,
+        "host_cpu": cpu, "numba": numba.__version__, "seconds": round(time.perf_counter() - start, 1),
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return 0
+
+
+def _compile_id_lists(out_dir: Path) -> Path:
+    """Compile ``id_lists.c`` into the extension module ``_bpebench_ids`` in ``out_dir``, with the
+    compiler and flags Python's own extensions use (numba's toolchain, as pycc does)."""
+    import shutil
+    import tempfile
+
+    from numba.pycc.platform import Toolchain
+
+    toolchain = Toolchain()
+    build_dir = tempfile.mkdtemp(prefix="bpebench-ids-")
+    try:
+        objects = toolchain.compile_objects([str(Path(__file__).resolve().parent / ID_LISTS_SOURCE)], build_dir,
+                                            include_dirs=toolchain.get_python_include_dirs())
+        output = out_dir / toolchain.get_ext_filename(ID_LISTS_MODULE)
+        toolchain.link_shared(str(output), objects, toolchain.get_python_libraries(),
+                              toolchain.get_python_library_dirs(), export_symbols=[f"PyInit_{ID_LISTS_MODULE}"])
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
+    return output
+
+
+def _numba_leaf_type(leaf: dict):
+    from numba import types
+    from numba.np.numpy_support import from_dtype
+
+    kind = leaf["kind"]
+    if kind == "array":
+        return types.Array(from_dtype(np.dtype(leaf["dtype"])), leaf["ndim"], "C", readonly=True)
+    return {"bool": types.boolean, "int": types.int64, "float": types.float64}[kind]
+
+
+def _generate_exports(description: dict, fast_pipeline) -> dict:
+    """Python source of the two exported functions (flat arguments -> Plan -> kernel), compiled."""
+    import importlib
+
+    namespace: dict = {"__name__": f"{__name__}_exports",
+                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch}
+    names = {leaf["path"]: f"a{i}" for i, leaf in enumerate(description["leaves"])}
+    classes = {}
+    for i, (prefix, spec) in enumerate(description["records"].items()):
+        module_name, _, qualname = spec.partition(":")
+        if not module_name.startswith("bpebench.algorithms."):
+            raise AotError(f"unexpected record type {spec}")
+        classes[prefix] = f"_R{i}"
+        namespace[f"_R{i}"] = getattr(importlib.import_module(module_name), qualname)
+
+    def construct(prefix: str) -> str:
+        parts = []
+        for field in description["fields"][prefix]:
+            path = f"{prefix}.{field}" if prefix else field
+            parts.append(construct(path) if path in description["records"] else names[path])
+        return f"{classes[prefix]}({', '.join(parts)})"
+
+    params = ", ".join(names.values())
+    plan = construct("")
+    source = (f"def encode_utf8({params}, data, out):\n"
+              f"    return _encode_utf8({plan}, data, out)\n\n"
+              f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets):\n"
+              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets)\n")
+    exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
+    return {"encode_utf8": namespace["encode_utf8"], "encode_utf8_batch": namespace["encode_utf8_batch"]}
+
+
+def example_plan():
+    """The Plan of a tiny vocabulary (for ``bpebench compile``: the types are what matter)."""
+    from ..formats.vocabulary import Vocabulary
+
+    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"ab", b"abc", b"bc"], name="aot-example",
+                                  pattern="o200k")
+    aot._suspended = True  # this plan only describes types: no module is loaded or built for it
+    try:
+        return fast_pipeline.FusedPipeline(vocab).plan
+    finally:
+        aot._suspended = False
