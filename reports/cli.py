@@ -124,6 +124,10 @@ def _measure(args, out: Path) -> int:
         print(f"nothing to resume in {out}: starting a new run", file=sys.stderr)
     ctx = RunContext(plan=plan, store=store, vocab_names=vocabs, algorithms=algorithms, peers=_names(args.peers),
                      corpora=corpora, quiet=args.quiet)
+    if not args.quiet:
+        print(f"bpebench report ({plan.preset}): vocabularies {', '.join(vocabs)}; stages "
+              f"{', '.join(stages or stage_names())}; each result is written to {out}/ as it is measured"
+              " (Ctrl-C keeps them, --resume continues)", file=sys.stderr, flush=True)
     started = time.perf_counter()
     try:
         run_sweep(ctx, stages=stages, resume=args.resume)

@@ -95,3 +95,10 @@ def describe_environment() -> dict:
         "commit": git_commit(),
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
+
+
+def describe_vocabulary(vocab) -> dict:
+    """What the page's vocabulary table shows about a loaded Vocabulary."""
+    return {"tokens": len(vocab.tokens), "rule": vocab.rule, "pattern": vocab.pattern or "",
+            "source": str(vocab.source), "specials": len(vocab.special_tokens)}
+

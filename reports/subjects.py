@@ -41,6 +41,8 @@ class Subject:
     summary: str = ""
     capabilities: frozenset = frozenset()
     handle: Any = field(default=None, repr=False)  # the Encoder or peer object
+    #: its pipeline runs the fused compiled kernel (pre-tokenizer and BPE in one call)
+    fused: bool = False
 
     @property
     def is_reference(self) -> bool:
@@ -57,7 +59,7 @@ def encoder_subject(name: str, vocab: Vocabulary) -> Subject:
     return Subject(
         name=name, kind="encoder", declared_exact=cls.is_exact(), raw=encoder.encode,
         pipeline=tokenizer.encode_ordinary, decode=tokenizer.decode, build_seconds=built,
-        summary=cls.summary, capabilities=frozenset(cls.capabilities), handle=encoder,
+        summary=cls.summary, capabilities=frozenset(cls.capabilities), handle=encoder, fused=tokenizer.fused,
     )
 
 

@@ -13,12 +13,13 @@ vocabulary and timed (it appears in the load table).
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from typing import Iterable
 
 from . import stages_checks, stages_incremental, stages_timing  # noqa: F401  (they register their stages)
-from .environment import describe_environment
+from .environment import describe_environment, describe_vocabulary
 from .progress import Progress
 from .tasks import STAGES, RunContext, Task
 
@@ -90,6 +91,8 @@ def run_sweep(ctx: RunContext, *, stages: list[str] | None = None, resume: bool 
     started = time.perf_counter()
     for name in stages or stage_names():
         title, make_tasks = STAGES[name]
+        if not ctx.quiet:  # building a stage's subjects (encoders, peers, compiled code) can take a while
+            print(f"{name:<12} preparing: {title.lower()}", file=sys.stderr, flush=True)
         run_tasks(ctx, name, make_tasks(ctx))
         if name not in meta["completed_stages"]:
             meta["completed_stages"].append(name)
@@ -102,11 +105,7 @@ def run_sweep(ctx: RunContext, *, stages: list[str] | None = None, resume: bool 
 
 
 def _vocab_details(ctx: RunContext) -> dict:
-    out = {}
-    for name, vocab in ctx._vocabs.items():
-        out[name] = {"tokens": len(vocab.tokens), "rule": vocab.rule, "pattern": vocab.pattern or "",
-                     "source": str(vocab.source), "specials": len(vocab.special_tokens)}
-    return out
+    return {name: describe_vocabulary(vocab) for name, vocab in ctx._vocabs.items()}
 
 
 def _subject_details(ctx: RunContext) -> dict:
@@ -116,7 +115,7 @@ def _subject_details(ctx: RunContext) -> dict:
             entry = out.setdefault(s.name, {"kind": s.kind, "declared_exact": s.declared_exact,
                                             "summary": s.summary, "capabilities": sorted(s.capabilities),
                                             "vocabularies": [], "raw": s.raw is not None,
-                                            "pipeline": s.pipeline is not None})
+                                            "pipeline": s.pipeline is not None, "fused": s.fused})
             if vocab_name not in entry["vocabularies"]:
                 entry["vocabularies"].append(vocab_name)
     return out
