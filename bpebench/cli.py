@@ -9,6 +9,7 @@ Each area adds its own through a ``register(subparsers)`` function in
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import os
@@ -313,6 +314,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130)
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is the user's to fix, not a bug
+            return _fail(f"no space left on the device ({exc.filename or 'writing output'})")
+        if os.environ.get("BPEBENCH_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (set BPEBENCH_DEBUG=1 for the traceback)", 1)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else _fail(str(exc.code))
     except Exception as exc:  # never a traceback for the user; BPEBENCH_DEBUG=1 shows it

@@ -59,8 +59,16 @@ class Palette:
 def _save(fig, out_dir: Path, name: str) -> str:
     # tight_layout leaves no room for a figure-level title: keep the panels below it
     fig.tight_layout(rect=(0, 0, 1, 0.95) if fig.get_suptitle() else (0, 0, 1, 1))
-    fig.savefig(out_dir / name, dpi=DPI)
-    plt.close(fig)
+    import io
+
+    from .store import write_atomically
+
+    png = io.BytesIO()
+    try:
+        fig.savefig(png, dpi=DPI, format="png")
+    finally:
+        plt.close(fig)
+    write_atomically(out_dir / name, png.getvalue())  # a full disk leaves no half-written chart
     return name
 
 

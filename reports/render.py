@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import analysis, plots
 from .html import esc, image, missing, notes, number, page, percent, ratio, seconds, size, table
-from .store import ResultStore
+from .store import ResultStore, write_atomically
 
 #: (id, title) of every section, in page order (the tests check each one is rendered)
 SECTIONS = (
@@ -584,6 +584,6 @@ def render(directory: str | Path) -> Path:
     lede = f"BPE encoders and peer tokenizers on {esc(vocabs)}" + (f" ({esc(preset)} sweep)" if preset else "")
     body = f"<h1>bpebench report</h1><p class='lede'>{lede}</p>{nav}" + "".join(sections)
     path = report.out / "index.html"
-    path.write_text(page("bpebench report", body), encoding="utf-8")
+    write_atomically(path, page("bpebench report", body).encode("utf-8"))
     return path
 

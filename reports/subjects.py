@@ -63,6 +63,12 @@ def encoder_subject(name: str, vocab: Vocabulary) -> Subject:
     )
 
 
+def is_outside(name: str) -> bool:
+    """True for an encoder that is not part of bpebench (an entry point or another package's class):
+    the report runs its code in forked children."""
+    return not get_encoder_class(name).__module__.startswith("bpebench.")
+
+
 def select_encoders(wanted: list[str] | None) -> list[str]:
     """Registered encoder names, filtered to ``wanted`` (unknown names raise UnknownNameError)."""
     names = encoder_names()

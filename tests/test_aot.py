@@ -432,3 +432,25 @@ def test_a_first_use_build_announces_its_start_and_end(tmp_path, monkeypatch, ca
     aot.build(aot_build.example_plan(), force=True)  # not announced unless asked (bpebench compile prints its own)
     assert capsys.readouterr().err == ""
 
+
+
+@pytest.mark.parametrize("suffix", [".nbi", ".nbc"])
+def test_a_damaged_numba_cache_file_is_a_miss_not_an_error(tmp_path, suffix):
+    """A truncated numba index or data file once raised UnpicklingError on every run of that kernel."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("NUMBA_DISABLE_JIT=1: no compiled code at all")
+    script = ("import numpy as np; from bpebench.algorithms.kernels.compiled import fnv1a;"
+              "print(int(fnv1a(np.frombuffer(b'abc', dtype=np.uint8), 0, 3)))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "BPEBENCH_AOT": "0"}
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    damaged = list(tmp_path.rglob(f"*fnv1a*{suffix}"))
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:7])
+    again = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert "discarded a damaged numba cache file" in again.stderr
+    third = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0 and third.stdout == first.stdout and third.stderr == ""  # rewritten whole

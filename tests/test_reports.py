@@ -371,3 +371,114 @@ def test_each_subject_keeps_one_colour_whatever_else_is_shown():
     assert len(set(colours)) == len(colours), "two built-in subjects share a colour"
     plugin = Palette()("some_plugin_encoder")
     assert plugin not in colours and plugin == Palette()("some_plugin_encoder")  # stable, and apart
+
+
+# ============================================================================= durable results
+def test_a_partial_last_row_is_cut_off_on_resume(tmp_path):
+    store = ResultStore(tmp_path / "r")
+    store.create(resume=False)
+    for size in (10, 100):
+        store.append("timings.csv", _timing("scaling", "enc", size, 1.0, 0.9, 1.1))
+    path = tmp_path / "r" / "timings.csv"
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(b"scaling,v,enc,encoder,c,encode_raw,1000,,,0.5")  # a crash in the middle of a row
+    resumed = ResultStore(tmp_path / "r")
+    resumed.create(resume=True)
+    assert path.read_bytes() == whole
+    resumed.append("timings.csv", _timing("scaling", "enc", 1000, 2.0, 1.9, 2.1))
+    rows = resumed.rows("timings.csv")
+    assert [r["size_bytes"] for r in rows] == ["10", "100", "1000"] and rows[-1]["median_s"] == "2.0"
+
+
+def test_a_full_disk_leaves_the_results_intact(tmp_path, monkeypatch):
+    import errno
+
+    from bpebench.errors import BpebenchError
+    from bpebench.reports import store as store_module
+
+    store = ResultStore(tmp_path / "r")
+    store.create(resume=False)
+    store.append("timings.csv", _timing("scaling", "enc", 10, 1.0, 0.9, 1.1))
+    before = (tmp_path / "r" / "timings.csv").read_bytes()
+    real_write = os.write
+
+    def half_then_full(fd, data):  # the disk fills in the middle of the row
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store_module.os, "write", half_then_full)
+    with pytest.raises(BpebenchError, match="is full"):
+        store.append("timings.csv", _timing("scaling", "enc", 100, 1.0, 0.9, 1.1))
+    assert (tmp_path / "r" / "timings.csv").read_bytes() == before
+    monkeypatch.setattr(store_module.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    with pytest.raises(BpebenchError, match="is full"):
+        store.write_meta({"a": 1})
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["timings.csv"]  # no temporary file left
+
+
+# ============================================================================= outside encoders isolated
+BAD_PLUGINS = """
+import ctypes, sys, time
+from bpebench.algorithms.core.registry import register_encoder
+from bpebench.algorithms.backtracking import BacktrackingEncoder
+
+
+class Segfaults(BacktrackingEncoder):
+    name, summary = "zz_segfaults", "test plugin: dereferences NULL"
+
+    def encode(self, data):
+        return ctypes.string_at(0)
+
+
+class Sleeps(BacktrackingEncoder):
+    name, summary = "zz_sleeps", "test plugin: never answers"
+
+    def encode(self, data):
+        time.sleep(3600)
+
+
+class Hungry(BacktrackingEncoder):
+    name, summary = "zz_hungry", "test plugin: a 300M-element list"
+
+    def encode(self, data):
+        return [0] * 300_000_000
+
+
+for cls in (Segfaults, Sleeps, Hungry):
+    register_encoder(cls)
+from bpebench.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_outside_encoders_that_crash_hang_or_eat_memory_do_not_stop_the_report(tmp_path):
+    vocab = _write_seed_vocabulary(tmp_path / "seed.tiktoken")
+    corpus = tmp_path / "seed-text.txt"
+    corpus.write_text("abacbb cbbb abacb bbcb acbb cbbb ab " * 40)
+    out = tmp_path / "report"
+    args = [sys.executable, "-c", BAD_PLUGINS, "report", "--preset", "tiny", "--vocab", str(vocab), "--quiet",
+            "--algorithms", "backtracking,zz_segfaults,zz_sleeps,zz_hungry", "--corpora", f"{corpus},run-char",
+            "--stages", "load,scaling,throughput", "--peers", "none", "--out", str(out),
+            "--isolation-timeout", "10", "--isolation-memory", "1"]
+    done = subprocess.run(args, cwd=tmp_path, env=_environment(tmp_path), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    timings = _rows(out / "timings.csv")
+    notes = {s: [r["note"] for r in timings if r["subject"] == s and r["note"]]  # building them works
+             for s in ("zz_segfaults", "zz_sleeps", "zz_hungry")}
+    assert notes["zz_segfaults"][0].startswith("crashed: killed by signal 11")
+    assert notes["zz_sleeps"][0].startswith("hung:")
+    assert notes["zz_hungry"][0].startswith("too much memory:")
+    for subject, subject_notes in notes.items():  # one failure, then nothing more is spent on it
+        assert len(subject_notes) > 1 and all(n.startswith("skipped: ") for n in subject_notes[1:]), subject_notes
+    assert any(r["subject"] == "backtracking" and r["median_s"] for r in timings)
+    page = (out / "index.html").read_text()
+    assert "zz_segfaults crashed" in page and "zz_sleeps hung" in page
+    # --resume does not run them again
+    again = subprocess.run(args + ["--resume", "--stages", "load,scaling,throughput,worst_case"], cwd=tmp_path,
+                           env=_environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    new_rows = _rows(out / "timings.csv")[len(timings):]
+    assert new_rows and all(r["note"].startswith("skipped: ") for r in new_rows if r["subject"].startswith("zz_"))

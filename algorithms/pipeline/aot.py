@@ -64,6 +64,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cache.files import cache_root
+
 MODULE_NAME = "_bpebench_fused_aot"
 #: the helper extension built beside it from ``ID_LISTS_SOURCE``
 ID_LISTS_MODULE = "_bpebench_ids"
@@ -93,12 +95,6 @@ def enabled() -> bool:
     if _suspended or os.environ.get("BPEBENCH_AOT", "").strip().lower() in _OFF:
         return False
     return os.environ.get("NUMBA_DISABLE_JIT", "").strip() in ("", "0")
-
-
-def cache_root() -> Path:
-    """``$BPEBENCH_CACHE`` or ``~/.cache/bpebench`` (as in :mod:`bpebench.algorithms.cache.vocabularies`)."""
-    root = os.environ.get("BPEBENCH_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "bpebench"
 
 
 def module_dir() -> Path:
