@@ -4,14 +4,14 @@
     python benchmarks/quick_trie.py --only masks --repeat 41
 
 1. Masks: for each vocabulary and built-in recognizer, the allowed tokens, the trie
-   nodes the walk visits, the walk alone (ns and cycles per visited node), a whole
-   mask (clearing the buffer, the walk, duplicates), the brute-force numba loop
-   over every token, and llguidance's first mask on a fresh matcher (its default
-   "slices" and none). Ours and brute force run round-robin over every
-   (vocabulary, recognizer) pair, so no call finds the caches as the same call left
-   them; medians of ``--repeat`` rounds. Cycles per node are ns x the clock
-   ``/proc/cpuinfo`` states (``perf stat`` cycle counters are used by nobody here:
-   the script says whether this machine has them).
+   nodes the walk visits, the walk alone less the cost of an empty call (ns and
+   cycles per visited node), a whole mask (clearing the buffer, the walk,
+   duplicates), the brute-force numba loop over every token, and llguidance's first
+   mask on a fresh matcher (its default "slices" and none). *Warm*: the same call
+   back to back, median of ``--repeat``; *cold*: every case round-robin with 64 MB
+   of other memory read before each call, so no cache holds the trie. Cycles per
+   node are ns x the clock ``/proc/cpuinfo`` states (the script says whether
+   ``perf stat`` could count cycles here; it does not use it).
 2. Longest match: the ``greedy`` walk over 1 MB of text with the double-array trie
    of ``kernels/matching.py`` (the real ``greedy`` kernel), with the DFS trie
    (the same loop around :func:`~bpebench.algorithms.trie.dfs_trie.dfs_longest_match`)
@@ -29,9 +29,9 @@ import numpy as np
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.kernels.jit import njit
 from bpebench.algorithms.trie.dfs_trie import build_dfs_trie, dfs_longest_match, dfs_trie_from_tokens, root_children
-from bpebench.algorithms.trie.masks import BruteForceMasker, TokenMasker, dfs_mask_kernel
+from bpebench.algorithms.trie.masks import BruteForceMasker, TokenMasker
 from bpebench.algorithms.trie.recognizers import BUILTIN, builtin_regex, get_recognizer
-from bpebench.benchmarks.quick_exact import interleaved, random_token_text
+from bpebench.benchmarks.quick_exact import interleaved, median_time, random_token_text
 from bpebench.reports.environment import cpu_mhz
 
 VOCABS = ["o200k_base", "cl100k_base"]
@@ -48,11 +48,17 @@ def perf_cycles_supported() -> bool:
 
 
 def masks(repeat: int) -> None:
-    mhz = cpu_mhz()
+    mhz = cpu_mhz() or float("nan")
     perf = perf_cycles_supported()
     print(f"1. token masks; cycles = ns x {mhz} MHz (/proc/cpuinfo); perf stat cycles "
           f"{'available (not used)' if perf else 'not supported on this machine'}")
-    runs, meta = {}, {}
+    print("   warm: the same call back to back (median of --repeat); cold: round-robin over every case with")
+    print(f"   {EVICT_BYTES >> 20} MB of other memory read before each call (caches hold none of the trie)")
+    print(f"{'vocabulary':12} {'recognizer':12} {'allowed':>8} {'visited':>8} {'ns/node':>8} {'cyc/node':>8} "
+          f"{'cold ns':>8} {'cold cyc':>8} {'mask ms':>8} {'cold ms':>8} {'brute ms':>8} {'llg ms':>8} "
+          f"{'llg-0 ms':>8}")
+    evict = _evictor()
+    cold_runs, rows = {}, []
     for vocab_name in VOCABS:
         vocab = load_vocabulary(vocab_name)
         trie = build_dfs_trie(vocab)
@@ -62,40 +68,44 @@ def masks(repeat: int) -> None:
             brute = BruteForceMasker.for_vocabulary(vocab, recognizer)
             allowed = masker.count()
             assert (masker.mask() == brute.mask()).all()
-            buffer = np.zeros(trie.n_tokens + 1, dtype=np.uint8)
-            stack = np.zeros(trie.max_depth + 2, dtype=np.int32)
-            transitions = np.ascontiguousarray(recognizer.transitions, dtype=np.int32)
+            call = median_time(lambda m=masker: m.walk(-1), repeat)  # a dead start: the call alone
+            walk = median_time(masker.walk, repeat) - call
+            mask = median_time(masker.fill, repeat)
+            brute_s = median_time(brute.fill, max(3, repeat // 4))
+            llg = [_llguidance_ms(vocab_name, name, slices, repeat) for slices in (None, [])]
             key = (vocab_name, name)
-            runs[key + ("walk",)] = lambda t=trie, tr=transitions, s=recognizer.start, st=stack, b=buffer: \
-                dfs_mask_kernel(t.nodes, tr, s, st, b)
-            runs[key + ("mask",)] = masker.fill
-            runs[key + ("brute",)] = brute.fill
-            meta[key] = (allowed, masker.visited, len(trie))
-    times = interleaved(runs, repeat)
-    print(f"{'vocabulary':12} {'recognizer':12} {'allowed':>8} {'visited':>8} {'of nodes':>8} {'ns/node':>8} "
-          f"{'cyc/node':>8} {'walk ms':>8} {'mask ms':>8} {'brute ms':>8} {'llg ms':>8} {'llg-0 ms':>8}")
-    for (vocab_name, name), (allowed, visited, nodes) in meta.items():
-        walk = times[(vocab_name, name, "walk")][0]
-        mask = times[(vocab_name, name, "mask")][0]
-        brute = times[(vocab_name, name, "brute")][0]
-        llg = [_llguidance_ms(vocab_name, name, slices, repeat) for slices in (None, [])]
+            cold_runs[key + ("evict-walk",)] = evict
+            cold_runs[key + ("walk",)] = masker.walk
+            cold_runs[key + ("evict-mask",)] = evict
+            cold_runs[key + ("mask",)] = masker.fill
+            rows.append((key, allowed, masker.visited, call, walk, mask, brute_s, llg))
+    cold = interleaved(cold_runs, max(3, repeat // 2))
+    for key, allowed, visited, call, walk, mask, brute_s, llg in rows:
         ns = walk / visited * 1e9
-        print(f"{vocab_name:12} {name:12} {allowed:8d} {visited:8d} {nodes:8d} {ns:8.2f} "
-              f"{ns * (mhz or float('nan')) / 1e3:8.1f} {walk * 1e3:8.3f} {mask * 1e3:8.3f} {brute * 1e3:8.3f} "
-              f"{llg[0]:8.3f} {llg[1]:8.3f}")
-    print("llg: llguidance, first mask of a fresh matcher (median), default slices; llg-0: slices off")
+        cold_ns = (cold[key + ("walk",)][0] - call) / visited * 1e9
+        print(f"{key[0]:12} {key[1]:12} {allowed:8d} {visited:8d} {ns:8.2f} {ns * mhz / 1e3:8.1f} "
+              f"{cold_ns:8.2f} {cold_ns * mhz / 1e3:8.1f} {mask * 1e3:8.3f} {cold[key + ('mask',)][0] * 1e3:8.3f} "
+              f"{brute_s * 1e3:8.3f} {llg[0]:8.3f} {llg[1]:8.3f}")
+    print("ns/node: the walk less the cost of an empty call; mask: clear + walk + duplicates; brute: every token "
+          "through the recognizer; llg: llguidance, first mask of a fresh matcher (median), default slices; "
+          "llg-0: slices off")
+
+
+#: bytes read between cold calls: more than this machine's caches
+EVICT_BYTES = 64 << 20
+
+
+def _evictor():
+    other = np.ones(EVICT_BYTES // 8, dtype=np.int64)
+    return lambda: int(other.sum())
 
 
 def _llguidance_ms(vocab_name: str, recognizer: str, slices, repeat: int) -> float:
-    try:
-        from bpebench.algorithms.trie.llguidance_peer import LlguidanceMasker
-    except ImportError:
+    from bpebench.algorithms.trie import llguidance_peer
+
+    if not llguidance_peer.available():
         return float("nan")
-    vocab = load_vocabulary(vocab_name)
-    try:
-        masker = LlguidanceMasker(vocab, builtin_regex(recognizer), slices=slices)
-    except Exception:  # not installed: the column shows nan
-        return float("nan")
+    masker = llguidance_peer.LlguidanceMasker(load_vocabulary(vocab_name), builtin_regex(recognizer), slices=slices)
     return statistics.median(masker.first_fill_seconds(repeat)) * 1e3
 
 

@@ -163,10 +163,20 @@ def pack_nodes(byte: np.ndarray, token: np.ndarray, subtree_size: np.ndarray, nu
             | (np.asarray(num_parents, dtype=np.uint64) << np.uint64(56)))
 
 
+def flat_tokens(tokens: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
+    """(token_bytes, token_start): the tokens concatenated, id ``t`` at
+    ``token_bytes[token_start[t]:token_start[t + 1]]`` (empty for None)."""
+    lengths = np.fromiter((len(t) if t else 0 for t in tokens), dtype=np.int64, count=len(tokens))
+    token_start = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=token_start[1:])
+    return np.frombuffer(b"".join(t or b"" for t in tokens), dtype=np.uint8), token_start
+
+
 def dfs_trie_from_tokens(tokens: Sequence[bytes | None], *, name: str = "vocabulary") -> DfsTrie:
     """The :class:`DfsTrie` of ``tokens`` (id -> bytes; None or ``b""`` for ids left out)."""
     n = len(tokens)
-    lengths = np.fromiter((len(t) if t else 0 for t in tokens), dtype=np.int64, count=n)
+    token_bytes, token_start = flat_tokens(tokens)
+    lengths = np.diff(token_start)
     max_depth = int(lengths.max()) if n else 0
     if n >= (1 << FIELD_BITS) - 1:
         raise VocabularyError(f"{name}: {n} tokens; the DFS trie holds at most {(1 << FIELD_BITS) - 2}")
@@ -174,7 +184,7 @@ def dfs_trie_from_tokens(tokens: Sequence[bytes | None], *, name: str = "vocabul
         longest = int(np.argmax(lengths))
         raise VocabularyError(f"{name}: token {longest} is {max_depth} bytes long; the DFS trie holds tokens of "
                               f"at most {MAX_DEPTH} bytes")
-    order = sorted((i for i in range(n) if lengths[i] > 0), key=tokens.__getitem__)
+    order = sorted(np.flatnonzero(lengths > 0).tolist(), key=tokens.__getitem__)
     # equal bytes sort next to each other (ids ascending): the first id owns the node
     unique = [order[0]] if order else []
     duplicates = []
@@ -183,9 +193,6 @@ def dfs_trie_from_tokens(tokens: Sequence[bytes | None], *, name: str = "vocabul
             duplicates.append((token_id, unique[-1]))
         else:
             unique.append(token_id)
-    token_start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=token_start[1:])
-    token_bytes = np.frombuffer(b"".join(t or b"" for t in tokens), dtype=np.uint8)
     _, byte, depth, token, _ = _preorder_trie(token_bytes, token_start, np.array(unique, dtype=np.int64), False,
                                               n, max_depth)
     count = len(depth)

@@ -20,7 +20,7 @@ Three ways to compute it, all giving the same mask:
   restrictive recognizer. The only data-dependent branch is "is the state alive".
 * :func:`recursive_mask` (plain Python): the seed's first, recursive version over a
   nested dict trie: the reference the walk is tested against.
-* :func:`brute_force_mask` (numba) and :func:`brute_force_mask_python`: every
+* :class:`BruteForceMasker` (numba) and :func:`brute_force_mask_python`: every
   token's bytes run through the recognizer on their own: O(total token bytes),
   no sharing of prefixes.
 
@@ -42,7 +42,7 @@ import numpy as np
 from bpebench.errors import BpebenchError
 
 from ..kernels.jit import njit
-from .dfs_trie import DfsTrie, build_dfs_trie, dfs_trie_from_tokens, surface_tokens
+from .dfs_trie import DfsTrie, build_dfs_trie, dfs_trie_from_tokens, flat_tokens, surface_tokens
 from .recognizers import ByteRecognizer
 
 _LOW8 = np.uint64(0xFF)
@@ -159,26 +159,14 @@ class TokenMasker:
         return int(np.count_nonzero(self.fill(state)))
 
 
-def allowed_mask(vocab, recognizer: ByteRecognizer, state: int | None = None) -> np.ndarray:
-    """bool[len(vocab.tokens)]: the tokens of ``vocab`` that ``recognizer`` allows from ``state``."""
-    return TokenMasker.for_vocabulary(vocab, recognizer).mask(state)
-
-
 # ----------------------------------------------------------------------------- references
-def _flat_tokens(tokens: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(t) if t else 0 for t in tokens), dtype=np.int64, count=len(tokens))
-    start = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=start[1:])
-    return np.frombuffer(b"".join(t or b"" for t in tokens), dtype=np.uint8), start
-
-
 class BruteForceMasker:
     """The same masks as :class:`TokenMasker` by running every token through the recognizer
     (numba; the baseline the trie is measured against)."""
 
     def __init__(self, tokens: Sequence[bytes | None], recognizer: ByteRecognizer) -> None:
         self.recognizer = recognizer
-        self._bytes, self._start = _flat_tokens(tokens)
+        self._bytes, self._start = flat_tokens(tokens)
         self._transitions = np.ascontiguousarray(recognizer.transitions, dtype=np.int32)
         self._buffer = np.zeros(len(tokens), dtype=np.uint8)
 
@@ -194,11 +182,6 @@ class BruteForceMasker:
 
     def mask(self, state: int | None = None) -> np.ndarray:
         return self.fill(state).astype(bool)
-
-
-def brute_force_mask(tokens: Sequence[bytes | None], recognizer: ByteRecognizer,
-                     state: int | None = None) -> np.ndarray:
-    return BruteForceMasker(tokens, recognizer).mask(state)
 
 
 def brute_force_mask_python(tokens: Sequence[bytes | None], recognizer: ByteRecognizer,
