@@ -32,6 +32,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def cpu_mhz() -> float | None:
+    """The clock ``/proc/cpuinfo`` states for the first core (MHz), or None. On a virtual
+    machine this is the nominal clock the hypervisor reports, not a measured one."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("cpu mhz"):
+                return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def ram_bytes() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -85,6 +97,7 @@ def describe_environment() -> dict:
         load = None
     return {
         "cpu": cpu_model(),
+        "cpu_mhz": cpu_mhz(),
         "cores": usable_cores(),
         "ram_gb": round(ram / 2**30, 1) if ram else None,
         "load_average_1min": load,

@@ -4,7 +4,7 @@ Reads only the store (``meta.json`` and the CSV tables), so it works on a
 finished run, an interrupted one, a resumed one, or results imported from asv.
 Sections, in reading order: summary, verdicts (one paragraph per encoder, then
 peers), scaling, throughput, worst case, correctness, conformance, incremental
-and interval counting, load / short / long / decode, raw data. A section with no
+and interval counting, load / short / long / decode, token masks, raw data. A section with no
 rows says why instead of disappearing. Cost: O(rows) plus one matplotlib figure
 per chart.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import analysis, plots
 from .html import esc, image, missing, notes, number, page, percent, ratio, seconds, size, table
+from .stages_trie import trie_section
 from .store import ResultStore, write_atomically
 
 #: (id, title) of every section, in page order (the tests check each one is rendered)
@@ -30,6 +31,7 @@ SECTIONS = (
     ("conformance", "Conformance kit"),
     ("incremental", "Incremental and interval counting"),
     ("load", "Load, short input, long input, decode"),
+    ("trie", "Token masks: the DFS trie"),
     ("raw-data", "Raw data"),
 )
 
@@ -573,6 +575,7 @@ def render(directory: str | Path) -> Path:
         "conformance": _conformance,
         "incremental": _incremental,
         "load": _load,
+        "trie": trie_section,
         "raw-data": _raw_data,
     }
     nav = "<nav>" + "".join(f'<a href="#{sid}">{esc(title)}</a>' for sid, title in SECTIONS) + "</nav>"

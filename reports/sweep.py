@@ -18,7 +18,7 @@ import time
 import traceback
 from typing import Iterable
 
-from . import stages_checks, stages_incremental, stages_timing  # noqa: F401  (they register their stages)
+from . import stages_checks, stages_incremental, stages_timing, stages_trie  # noqa: F401  (they register their stages)
 from .environment import describe_environment, describe_vocabulary
 from .progress import Progress
 from .tasks import STAGES, RunContext, Task
