@@ -60,6 +60,22 @@ def _common_prefix(strings: Collection[str]) -> str:
     return first[:n]
 
 
+def _carve_none(token) -> bool:
+    return False
+
+
+class _ComponentPieces:
+    """``split(text)`` of a component pipeline: the pieces the BPE model sees (added tokens left out)."""
+
+    pattern = None
+
+    def __init__(self, pipeline) -> None:
+        self._pipeline = pipeline
+
+    def split(self, text: str) -> list[str]:
+        return [p.text for p in self._pipeline.pieces(text, _carve_none) if p.token is None]
+
+
 class Tokenizer:
     """Encode text with a vocabulary, a pre-tokenizer and any Encoder.
 
@@ -88,6 +104,10 @@ class Tokenizer:
 
             vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = vocabulary
+        self._hf = None
+        if vocabulary.pipeline is not None and vocabulary.normalizer == "pipeline":
+            self._init_component_pipeline(vocabulary, algorithm, pretokenizer)
+            return
         if isinstance(algorithm, Encoder):
             self.encoder = algorithm
         else:
@@ -123,6 +143,38 @@ class Tokenizer:
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
 
+    def _init_component_pipeline(self, vocabulary: Vocabulary, algorithm, pretokenizer) -> None:
+        """The HF-semantics component pipeline of ``vocabulary.pipeline`` (see ``hf_pipeline``)."""
+        from .hf_pipeline import HFPipeline
+
+        if pretokenizer not in (None, "regex"):
+            raise BpebenchError(f"{vocabulary.name}: its own component pipeline runs, which has no compiled"
+                                f" pre-tokenizer; pretokenizer={pretokenizer!r} cannot replace it")
+        if isinstance(algorithm, Encoder):
+            self.encoder = algorithm
+        else:
+            model = (vocabulary.pipeline or {}).get("model") or {}
+            # symbol-level models (a continuing-subword prefix or end-of-word suffix) merge in the
+            # pipeline itself; the encoder is then only nominal
+            symbol_level = bool(model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"))
+            default = "naive" if symbol_level else default_encoder_name(vocabulary)
+            self.encoder = make_encoder(algorithm or default, vocabulary)
+        self._hf = HFPipeline(vocabulary, self.encoder)
+        self.pretokenizer = _ComponentPieces(self._hf)
+        self._fused = None
+        self._normalize = self._denormalize = None
+        specials = vocabulary.special_tokens
+        self._special_regex = _literal_regex(frozenset(specials)) if specials else None
+        self._special_prefix = _common_prefix(specials) if specials else ""
+        self._lookup = None
+
+    @property
+    def components(self) -> dict[str, str]:
+        """The components this Tokenizer's vocabulary uses, one line each (see ``describe_pipeline``)."""
+        from .hf_pipeline import describe_pipeline
+
+        return describe_pipeline(self.vocabulary)
+
     def _encoder_is_fusable(self) -> bool:
         from ..backtracking import BacktrackingEncoder
 
@@ -149,6 +201,8 @@ class Tokenizer:
         fused pipeline, or a list from the reference path."""
         if not text:
             return []
+        if self._hf is not None:
+            return self._hf.encode(text, _carve_none)
         text = self._normalize(text)
         if self._fused is not None:
             try:
@@ -161,6 +215,8 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token literals as plain text."""
+        if self._hf is not None:
+            return self._hf.encode(text, _carve_none)
         if self._fused is not None and text:
             try:
                 data = self._normalize(text).encode("utf-8")
@@ -249,6 +305,11 @@ class Tokenizer:
         permitted (``disallowed_special=()``) raises DisallowedSpecialError.
         """
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
+        if self._hf is not None:
+            # added tokens may match after normalization: allow by name, not by what the raw text shows
+            allowed = frozenset(self.vocabulary.special_tokens) if allowed_special == "all" else frozenset(
+                allowed_special)
+            return self._hf.encode(text, lambda token: token.content in allowed)
         out: list[int] = []
         for segment in self._segments(text, allowed):
             if isinstance(segment, int):
@@ -329,7 +390,13 @@ class Tokenizer:
         return self.vocabulary.decode_bytes(ids)
 
     def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
-        """Text of ``ids``; invalid UTF-8 is replaced (``errors`` as in ``bytes.decode``)."""
+        """Text of ``ids``; invalid UTF-8 is replaced (``errors`` as in ``bytes.decode``).
+
+        With a component pipeline this is HF's ``decode(ids, skip_special_tokens=False)``
+        (the vocabulary's decoder; ``errors`` does not apply)."""
+        if self._hf is not None:
+            self.vocabulary.check_ids(ids)
+            return self._hf.decode(ids)
         return self._denormalize(self.decode_bytes(ids).decode("utf-8", errors))
 
     def __repr__(self) -> str:
