@@ -132,3 +132,26 @@ def test_spm_piece_with_a_character_that_is_no_piece_is_refused(tmp_path):
     path.write_bytes(spm_proto(pieces))
     with pytest.raises(VocabularyError, match="contains 'b', which is not a piece"):
         load_path(path)
+
+
+# ----------------------------------------------------------------------------- real files from wheels
+def _mistral_models() -> list[Path]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("mistral_common")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    data = Path(list(spec.submodule_search_locations)[0]) / "data"
+    return sorted(p for p in data.iterdir() if ".model" in p.name)
+
+
+@pytest.mark.parametrize("path", _mistral_models(), ids=lambda p: p.name)
+def test_every_sentencepiece_model_mistral_common_ships_equals_sentencepiece(path):
+    spm = pytest.importorskip("sentencepiece")
+    import bpebench.corpora as corpora
+
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    tok = Tokenizer(load_path(path))
+    lines = [line for line in corpora.get("udhr-all").splitlines()[:150] if line]
+    for text in TEXTS + lines:
+        assert tok.encode(text, allowed_special="all") == sp.encode(text), text

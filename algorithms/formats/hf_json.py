@@ -1,31 +1,24 @@
-"""Read Hugging Face ``tokenizer.json`` files with a byte-level BPE model.
+"""Read Hugging Face ``tokenizer.json`` files with a BPE model, components and all.
 
-Byte-level BPE (GPT-2, Llama-3, Qwen2, ...) writes every token as text in a
-256-character alphabet that stands for the raw bytes (``Ġ`` is the space byte,
-``Ċ`` the newline); :func:`bytes_to_unicode` is that alphabet and decoding a token
-through it gives its bytes. The merges are taken exactly as listed
-(``rule="merges"``): merge ``k`` has priority ``k``, and a pair that is not listed
-never merges even when its concatenation is a token.
+The model becomes a ``"merges"`` :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`
+(merge ``k`` has priority ``k``; a pair listed twice keeps its last rank, as HF's merge
+map does; a pair that is not listed never merges). Its token strings are read in one of
+two alphabets: byte-level (a ``ByteLevel`` component anywhere: GPT-2's 256 characters
+standing for bytes) or UTF-8 text (Metaspace / byte-fallback BPE of the Llama-2 kind,
+whose characters are assembled from bytes, see ``char_units``).
 
-What is read, and how it maps onto a :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
-
-* ``model.vocab`` / ``model.merges`` (``"a b"`` strings or ``["a", "b"]`` lists);
-* ``model.ignore_merges`` -> ``whole_piece_lookup`` (HF emits a pre-tokenized piece
-  that is a token as is; without it HF always runs the merges);
-* ``added_tokens`` -> ``special_tokens``: those marked ``special`` and those the model
-  vocabulary lacks (HF matches them in the text before pre-tokenizing, so a model
-  token that is also a special token is excluded from BPE);
-* ``pre_tokenizer``: a ``Split`` regex (+ ``ByteLevel(use_regex=false)``) becomes the
-  ``pattern`` (the name from ``bpebench.algorithms.formats.patterns`` when it is a known one); a bare
-  ``ByteLevel(use_regex=true)`` is the GPT-2 pattern;
-* ``normalizer``: none or NFC.
-
-Anything else (WordPiece/Unigram models, Metaspace / SentencePiece-style BPE,
-prefix spaces, dropout, other normalizers) is refused with one clear line rather
-than loaded with silently different behaviour.
+Everything else the file says is kept as the vocabulary's ``pipeline`` (the
+``normalizer``, ``pre_tokenizer``, ``decoder`` and ``added_tokens`` dicts as written, and
+the model options ``unk_token``, ``fuse_unk``, ``byte_fallback``, ``ignore_merges``,
+``continuing_subword_prefix``, ``end_of_word_suffix``), which
+``bpebench.algorithms.pipeline.hf_pipeline`` runs with HF's semantics. Every component is
+built once at load time, so one that is not implemented is refused with a line naming
+it, and so is ``dropout`` (random encodings). A file whose pipeline is exactly a known
+covering pattern + byte-level BPE (+ NFC) also gets ``pattern`` / ``normalizer`` set, so
+the Tokenizer keeps its fused compiled path for it.
 
 Loading is linear in the size of the file; the result is exact (ids equal
-``tokenizers.Tokenizer.encode`` for the supported configurations).
+``tokenizers.Tokenizer.encode(text, add_special_tokens=False)``).
 """
 
 from __future__ import annotations

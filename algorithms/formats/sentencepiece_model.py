@@ -1,37 +1,33 @@
 """Read SentencePiece ``.model`` files of BPE type and model them on bytes.
 
-SentencePiece's BPE (``bpe_model.cc``) differs from tiktoken's in three ways, and
-each is mapped onto the byte-level :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
+SentencePiece's BPE (``bpe_model.cc``) differs from tiktoken's in four ways, and each is
+mapped onto the byte-level :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
 
-1. **It starts from characters, not bytes.** Every single-character piece is a
-   base unit. A multi-byte character piece becomes a merge of its bytes whose
-   priority is better than every real merge, so all characters are assembled
-   before any real merge happens. A 3- or 4-byte character needs partial tokens
-   (its first 2 and 3 bytes) to be a merge of two tokens: those are *hidden* ids
-   after the real vocabulary; the Tokenizer replaces any that survive (a
-   character that is not a piece) by byte-fallback ids, which is what
-   SentencePiece emits for an unknown character.
+1. **It starts from characters, not bytes.** Every single-character piece is a base
+   unit, assembled from its bytes by helper merges that run before every real merge
+   (``char_units``); the helpers are ``hidden`` ids after the real vocabulary.
 2. **Priorities come from scores**, higher first, and a pair merges when its
-   concatenation is a piece (the ``"ranks"`` rule). Pieces with equal scores get
-   equal priorities, so BPE takes the leftmost of them, which is SentencePiece's
-   tie rule. (Llama/Mistral models give all whitespace runs ``▁▁``, ``▁▁▁``... one
-   shared score: a run grows from the left, ``▁▁▁`` from ``▁▁ ▁``, although both
-   have the same priority. The reference encoder follows this literally; the
-   split derivation in ``bpebench.algorithms.kernels.compiled`` expects a token's parts to have
-   strictly better priorities and reports those runs as unreachable.)
-3. **Byte fallback**: ``<0xXX>`` pieces are the base tokens of bytes that no
-   normal piece covers (they go to ``byte_fallback``); where a normal piece has the
-   same single byte (``a`` and ``<0x61>``) the byte piece is ``excluded``.
+   concatenation is a piece (the ``"ranks"`` rule). Pieces with equal scores get equal
+   priorities, so BPE takes the leftmost of them, which is SentencePiece's tie rule
+   (Llama/Mistral give all whitespace runs one score: a run grows from the left).
+3. **Unknown characters** (no piece) never merge: runs of them become one ``<unk>``,
+   or with byte fallback their ``<0xXX>`` pieces; byte pieces are never BPE's output.
+   A model whose pieces contain a character that is not a piece itself is refused
+   (SentencePiece would merge such unknown characters; that is not reproduced).
+4. **Text is normalized first** by the model's own normalizer: the precompiled
+   charsmap (``nmt_nfkc`` and friends, longest match), ``remove_extra_whitespaces``,
+   the dummy prefix and ``▁`` for spaces; user-defined pieces are matched in the
+   normalized text, left verbatim by the normalizer, and never merged; control pieces
+   (``<s>``, ``</s>``) are never parsed out of text.
 
-``<unk>``, ``<s>``, ``</s>`` (unknown / control pieces) become special tokens.
-The normalizer is read from the model: only the ``identity`` rule set is
-supported (no NFKC tables), with its ``add_dummy_prefix`` and
-``remove_extra_whitespaces`` flags. SentencePiece runs BPE on the whole
-normalized text (no whitespace pre-split), so the vocabulary has no pattern.
+Points 3 and 4 are the vocabulary's ``pipeline`` (a ``SentencePiece`` normalizer and
+decoder, the user-defined pieces as added tokens, the model's ``unk_token`` and
+``byte_fallback``), run by ``bpebench.algorithms.pipeline.hf_pipeline``.
 
-The protobuf is parsed here (a small reader for the few ModelProto fields
-needed), so no ``protobuf`` dependency. Loading is linear in the model size;
-the encoding is exact (ids equal ``SentencePieceProcessor.encode``).
+The protobuf is parsed here (a small reader for the few ModelProto fields needed), so
+no ``protobuf`` dependency. Loading is linear in the model size; the encoding is exact
+(ids equal ``SentencePieceProcessor.encode``). UNUSED pieces and
+``treat_whitespace_as_suffix`` are refused with one line.
 """
 
 from __future__ import annotations

@@ -67,7 +67,8 @@ def describe_spec(spec: dict | None) -> str:
         return " + ".join(describe_spec(c) for c in children) or "none"
     shown = {k: v for k, v in spec.items() if k not in ("type", "precompiled_charsmap", "trim_offsets")}
     if kind == "Precompiled" or "precompiled_charsmap" in spec:
-        shown["charsmap"] = f"{len(spec.get('precompiled_charsmap') or '')} chars base64"
+        charsmap = spec.get("precompiled_charsmap") or ""
+        shown["charsmap"] = f"{len(charsmap) * 3 // 4} bytes" if charsmap else "none"
     if not shown:
         return kind
     return f"{kind}({', '.join(f'{k}={_short(v)}' for k, v in shown.items())})"
