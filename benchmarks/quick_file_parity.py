@@ -9,7 +9,8 @@ Each file is loaded by bpebench and by its own library (HF ``tokenizers`` for
 hard-string set of ``tests/golden/hard_strings.py`` and the lines of the natural-text
 corpora (UDHR in every language, English prose, Python code, digits, whitespace, combining
 marks, emoji ZWJ sequences). Prints per file: the components bpebench uses, texts matched
-/ total, and the first mismatches with both id lists. ``tokenizers``:
+/ total with the summed encode times (each text once, after a warm-up on the first 40;
+the library's time measured in the same loop), and the first mismatches with both id lists. ``tokenizers``:
 ``encode(add_special_tokens=False)``, added tokens carved (``allowed_special="all"``);
 ``sentencepiece``: ``encode``. A file bpebench refuses prints its one-line reason.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 from bpebench.errors import BpebenchError
@@ -83,14 +85,23 @@ def check(path: Path, corpus: list[str], show: int = 3) -> bool | None:
     for part, text in describe_pipeline(vocab).items():
         print(f"   {part + ':':<15}{text}")
     matched, shown = 0, 0
+    for text in corpus[:40]:  # warm-up (compilation, tables) on texts that are not timed
+        tok.encode(text, allowed_special="all"), encode(text)
+    ours_time = theirs_time = 0.0
     for text in corpus:
-        ours, theirs = tok.encode(text, allowed_special="all"), encode(text)
+        start = time.perf_counter()
+        ours = tok.encode(text, allowed_special="all")
+        middle = time.perf_counter()
+        theirs = encode(text)
+        ours_time += middle - start
+        theirs_time += time.perf_counter() - middle
         if ours == theirs:
             matched += 1
         elif shown < show:
             shown += 1
             print(f"   MISMATCH {text[:60]!r}\n     bpebench {ours[:20]}\n     library  {theirs[:20]}")
-    print(f"   parity with {library} ({tok.encoder.name}): {matched}/{len(corpus)} texts")
+    print(f"   parity with {library} ({tok.encoder.name}): {matched}/{len(corpus)} texts;"
+          f" time {ours_time:.2f} s (library {theirs_time:.2f} s, {ours_time / max(theirs_time, 1e-9):.1f}x)")
     return matched == len(corpus)
 
 

@@ -136,13 +136,9 @@ def test_spm_piece_with_a_character_that_is_no_piece_is_refused(tmp_path):
 
 # ----------------------------------------------------------------------------- real files from wheels
 def _mistral_models() -> list[Path]:
-    import importlib.util
+    from bpebench.benchmarks.quick_file_parity import default_files
 
-    spec = importlib.util.find_spec("mistral_common")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    data = Path(list(spec.submodule_search_locations)[0]) / "data"
-    return sorted(p for p in data.iterdir() if ".model" in p.name)
+    return default_files()
 
 
 @pytest.mark.parametrize("path", _mistral_models(), ids=lambda p: p.name)

@@ -48,3 +48,17 @@ def token_text_to_bytes(text: str) -> bytes | None:
 def bytes_to_token_text(data: bytes) -> str:
     table = bytes_to_unicode()
     return "".join(table[b] for b in data)
+
+
+def byte_piece_value(text: str) -> int | None:
+    """0xXX for a ``<0xXX>`` byte token (SentencePiece / byte-fallback BPE), else None.
+
+    >>> byte_piece_value("<0xE6>"), byte_piece_value("<0x4g>"), byte_piece_value("e")
+    (230, None, None)
+    """
+    if len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
+        try:
+            return int(text[3:5], 16)
+        except ValueError:
+            return None
+    return None

@@ -102,6 +102,15 @@ def listed_merges(
     return table
 
 
+def base_priorities(tokens: list[bytes], excluded: set[int]) -> np.ndarray:
+    """Priorities with every single-byte token BPE may start from at -1, the rest at NEVER."""
+    priority = np.full(len(tokens), NEVER, dtype=np.int64)
+    for token_id, data in enumerate(tokens):
+        if len(data) == 1 and token_id not in excluded:
+            priority[token_id] = -1
+    return priority
+
+
 def set_merge_priorities(priority: np.ndarray, table: dict[tuple[int, int], tuple[int, int]]) -> None:
     """Each merged token's priority: the best rank of the merges that form it."""
     for rank, merged in table.values():
@@ -148,10 +157,7 @@ def char_level_vocabulary(
     tokens.extend(extra)
     hidden = set(range(n, len(tokens)))
     merge_table: dict[tuple[int, int], tuple[int, int]] = {}
-    priority = np.full(len(tokens), NEVER, dtype=np.int64)
-    for token_id, data in enumerate(tokens):
-        if len(data) == 1 and token_id not in excluded:
-            priority[token_id] = -1
+    priority = base_priorities(tokens, excluded)
     for rank, (left, right, merged) in enumerate(units):
         merge_table[(left, right)] = (rank, merged)
         priority[merged] = rank

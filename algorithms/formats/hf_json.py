@@ -27,12 +27,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..kernels.compiled import NEVER
 from bpebench.errors import VocabularyError
 from .byte_alphabet import bytes_to_token_text, bytes_to_unicode, token_text_to_bytes, unicode_to_bytes  # noqa: F401
-from .patterns import PATTERNS
 from .vocabulary import Vocabulary
 
 
@@ -204,7 +200,7 @@ def byte_level_vocabulary(
     HF carves added tokens out of the text before BPE, so BPE never produces them.
     ``prefix``: HF's ``continuing_subword_prefix``, which a merge drops from its right part.
     """
-    from .char_units import listed_merges, set_merge_priorities
+    from .char_units import base_priorities, listed_merges, set_merge_priorities
 
     where = source or name
     n = max([*by_id, *added]) + 1
@@ -227,10 +223,7 @@ def byte_level_vocabulary(
     special_tokens = {content: token_id for token_id, content in added.items()}
 
     ids = {text: token_id for token_id, text in by_id.items()}
-    priority = np.full(n, NEVER, dtype=np.int64)
-    for token_id, token in enumerate(tokens):
-        if len(token) == 1 and token_id not in excluded:
-            priority[token_id] = -1
+    priority = base_priorities(tokens, excluded)
     merge_table = listed_merges(merges, ids, barrier=excluded, where=where, prefix=prefix)
     set_merge_priorities(priority, merge_table)
 

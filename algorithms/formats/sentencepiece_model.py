@@ -40,8 +40,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..kernels.compiled import NEVER
 from bpebench.errors import VocabularyError
+from .byte_alphabet import byte_piece_value
 from .vocabulary import Vocabulary
 
 SPM_SPACE = "\u2581"
@@ -186,16 +186,6 @@ def normalizer_name(*, add_dummy_prefix: bool, remove_extra_whitespaces: bool) -
     return name
 
 
-def _byte_piece_value(text: str) -> int | None:
-    """0xXX for a ``<0xXX>`` byte piece, else None."""
-    if len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
-        try:
-            return int(text[3:5], 16)
-        except ValueError:
-            return None
-    return None
-
-
 def sentencepiece_pipeline(
     *,
     charsmap: bytes = b"",
@@ -251,7 +241,7 @@ def sentencepiece_vocabulary(
     ``byte_fallback`` whether unknown characters become byte pieces (default: when the
     model has byte pieces). See the module docstring for how pieces map onto bytes.
     """
-    from .char_units import unit_merges
+    from .char_units import base_priorities, unit_merges
 
     where = source or name  # errors name the file when there is one
     n = len(pieces)
@@ -272,7 +262,7 @@ def sentencepiece_vocabulary(
             else:
                 control.append(token_id)
         elif piece.kind == BYTE:
-            value = _byte_piece_value(piece.text)
+            value = byte_piece_value(piece.text)
             if value is None:
                 raise VocabularyError(f"{where}: byte piece {token_id} {piece.text!r} is not of the form <0xXX>")
             if value in byte_pieces:
@@ -313,10 +303,7 @@ def sentencepiece_vocabulary(
     extra, units = unit_merges(tokens, chars, excluded)
     tokens.extend(extra)
     hidden = set(range(n, len(tokens)))
-    priority = np.full(len(tokens), NEVER, dtype=np.int64)
-    for token_id, data in enumerate(tokens):
-        if len(data) == 1 and token_id not in excluded:
-            priority[token_id] = -1
+    priority = base_priorities(tokens, excluded)
     for rank, (_, _, merged) in enumerate(units):
         priority[merged] = rank
     # real merges: higher score first; equal scores share a priority, so that BPE takes

@@ -16,6 +16,8 @@ Complexity: linear in the total length of the tokens. Exact.
 from __future__ import annotations
 
 from bpebench.errors import VocabularyError
+from ..formats.byte_alphabet import byte_piece_value
+from .text_pieces import build_component
 from .normalizers import SPM_SPACE, describe_spec, matches_of, pattern_of
 
 
@@ -64,16 +66,6 @@ class MetaspaceDecoder(Decoder):
         return [token.replace(rep, "" if i == 0 and self.strip_first else " ") for i, token in enumerate(tokens)]
 
 
-def byte_fallback_value(token: str) -> int | None:
-    """0xXX for a ``<0xXX>`` token (any hex case), else None."""
-    if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
-        try:
-            return int(token[3:5], 16)
-        except ValueError:
-            return None
-    return None
-
-
 class ByteFallbackDecoder(Decoder):
     def __init__(self, spec: dict, where: str) -> None:
         self.spec = spec
@@ -91,7 +83,7 @@ class ByteFallbackDecoder(Decoder):
                 pending.clear()
 
         for token in tokens:
-            value = byte_fallback_value(token)
+            value = byte_piece_value(token)
             if value is not None:
                 pending.append(value)
             else:
@@ -201,7 +193,7 @@ class SentencePieceDecoder(Decoder):
         pending = bytearray()
         is_bos_ws, bos_ws_seen = True, False
         for token in tokens:
-            value = byte_fallback_value(token)
+            value = byte_piece_value(token)
             if value is not None:
                 pending.append(value)
                 continue
@@ -254,13 +246,4 @@ DECODER_TYPES: dict[str, type[Decoder]] = {
 
 def build_decoder(spec: dict | None, where: str = "decoder") -> Decoder | None:
     """The runtime decoder of a ``tokenizer.json`` ``decoder`` value (None for null)."""
-    if spec is None:
-        return None
-    if not isinstance(spec, dict):
-        raise VocabularyError(f"{where}: decoder {spec!r} is not an object")
-    kind = spec.get("type")
-    cls = DECODER_TYPES.get(kind)
-    if cls is None:
-        raise VocabularyError(f"{where}: decoder {kind!r} is not supported"
-                              f" (supported: {', '.join(sorted(DECODER_TYPES))})")
-    return cls(spec, where)
+    return build_component(spec, DECODER_TYPES, "decoder", where)

@@ -33,7 +33,7 @@ import regex
 
 from bpebench.errors import VocabularyError
 from .charsmap import CharsMap
-from .text_pieces import WHITESPACE, Piece, compile_pattern, find_matches
+from .text_pieces import WHITESPACE, Piece, build_component, compile_pattern, find_matches
 
 SPM_SPACE = "\u2581"
 
@@ -457,13 +457,4 @@ NORMALIZER_TYPES: dict[str, type[Normalizer]] = {
 
 def build_normalizer(spec: dict | None, where: str = "normalizer") -> Normalizer | None:
     """The runtime normalizer of a ``tokenizer.json`` ``normalizer`` value (None for null)."""
-    if spec is None:
-        return None
-    if not isinstance(spec, dict):
-        raise VocabularyError(f"{where}: normalizer {spec!r} is not an object")
-    kind = spec.get("type")
-    cls = NORMALIZER_TYPES.get(kind)
-    if cls is None:
-        raise VocabularyError(f"{where}: normalizer {kind!r} is not supported"
-                              f" (supported: {', '.join(sorted(NORMALIZER_TYPES))})")
-    return cls(spec, where)
+    return build_component(spec, NORMALIZER_TYPES, "normalizer", where)

@@ -25,7 +25,7 @@ import unicodedata
 
 from bpebench.errors import VocabularyError
 from .normalizers import SPM_SPACE, describe_spec, pattern_of
-from .text_pieces import WHITESPACE, Piece, char_matches, compile_pattern, find_matches
+from .text_pieces import WHITESPACE, Piece, build_component, char_matches, compile_pattern, find_matches
 
 BEHAVIORS = {
     "removed": "Removed", "isolated": "Isolated", "mergedwithprevious": "MergedWithPrevious",
@@ -281,14 +281,4 @@ PRE_TOKENIZER_TYPES: dict[str, type[PreTokenizer]] = {
 
 def build_pre_tokenizer(spec: dict | None, where: str = "pre_tokenizer") -> PreTokenizer | None:
     """The runtime pre-tokenizer of a ``tokenizer.json`` ``pre_tokenizer`` value (None for null)."""
-    if spec is None:
-        return None
-    if not isinstance(spec, dict):
-        raise VocabularyError(f"{where}: pre-tokenizer {spec!r} is not an object")
-    kind = spec.get("type")
-    cls = PRE_TOKENIZER_TYPES.get(kind)
-    if cls is None:
-        raise VocabularyError(f"{where}: pre-tokenizer {kind!r} is not supported"
-                              f" (supported: {', '.join(sorted(PRE_TOKENIZER_TYPES))})")
-    return cls(spec, where)
-
+    return build_component(spec, PRE_TOKENIZER_TYPES, "pre-tokenizer", where)

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import regex
 
-from bpebench.errors import BpebenchError
+from bpebench.errors import BpebenchError, VocabularyError
 
 #: seconds one regex search may take before the pattern is declared runaway
 #: (``BPEBENCH_REGEX_TIMEOUT`` overrides it)
@@ -201,3 +201,17 @@ def char_matches(text: str, chars) -> list[tuple[int, int, bool]]:
     if prev != len(text):
         spans.append((prev, len(text), False))
     return spans
+
+
+def build_component(spec, types: dict, kind: str, where: str):
+    """The runtime object of one ``tokenizer.json`` component dict (None for null), or a
+    one-line refusal naming a type that is not implemented."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise VocabularyError(f"{where}: {kind} {spec!r} is not an object")
+    cls = types.get(spec.get("type"))
+    if cls is None:
+        raise VocabularyError(f"{where}: {kind} {spec.get('type')!r} is not supported"
+                              f" (supported: {', '.join(sorted(types))})")
+    return cls(spec, where)
