@@ -178,3 +178,40 @@ def test_unsupported_normalizer_and_decoder_are_named():
         build_normalizer({"type": "Fancy"})
     with pytest.raises(VocabularyError, match="decoder 'CTC' is not supported"):
         build_decoder({"type": "CTC"})
+
+
+def _table_chars() -> list[str]:
+    """Every character the HF-Unicode table corrects (the big unassigned ranges sampled)."""
+    from bpebench.algorithms.pipeline.hf_unicode import TABLE
+
+    data = json.loads(TABLE.read_text(encoding="utf-8"))
+    chars: set[str] = set(data["lowercase"])
+
+    def walk(value):
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for a, b in value:
+                chars.update(chr(cp) for cp in range(a, min(b, a + 50) + 1))
+
+    walk({k: v for k, v in data.items() if k != "lowercase"})
+    return sorted(chars)
+
+
+@pytest.mark.parametrize("spec", [{"type": f} for f in ("NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents")]
+                         + [NORMALIZERS[14]], ids=lambda s: s["type"])
+def test_unicode_tables_follow_hf_where_python_differs(spec):
+    ours, theirs = build_normalizer(spec), _hf_with(normalizer=spec).normalizer
+    for c in _table_chars():
+        text = "a" + c + "\u0323\u0301"
+        assert ours.normalize_str(text) == theirs.normalize_str(text), hex(ord(c))
+
+
+@pytest.mark.parametrize("spec", [{"type": "Digits", "individual_digits": True},
+                                  {"type": "Punctuation", "behavior": "Isolated"}], ids=lambda s: s["type"])
+def test_character_classes_follow_hf_where_python_differs(spec):
+    ours, theirs = build_pre_tokenizer(spec), _hf_with(pre_tokenizer=spec).pre_tokenizer
+    for c in _table_chars():
+        assert ours.pre_tokenize_str("a" + c + "a") == [p for p, _ in theirs.pre_tokenize_str("a" + c + "a")], \
+            hex(ord(c))

@@ -11,8 +11,9 @@ longest-match rule, ``add_dummy_prefix``, ``remove_extra_whitespaces``,
 ``escape_whitespaces``), which HF has no component for. Any other type is refused
 with one line naming it.
 
-Details that decide ids: Lowercase maps each character alone (no final-sigma rule,
-unlike ``str.lower``); Strip and the whitespace tests use Unicode White_Space (not
+Details that decide ids: Unicode data is HF's where its tables disagree with Python's
+(``hf_unicode``); Lowercase maps each character alone (no final-sigma rule, unlike
+``str.lower``); Strip and the whitespace tests use Unicode White_Space (not
 ``str.isspace``); Prepend leaves empty text empty; Replace finds matches as
 :func:`~.text_pieces.find_matches` does (empty matches included).
 
@@ -32,6 +33,7 @@ from typing import Callable
 import regex
 
 from bpebench.errors import VocabularyError
+from . import hf_unicode
 from .charsmap import CharsMap
 from .text_pieces import WHITESPACE, Piece, build_component, compile_pattern, find_matches
 
@@ -103,7 +105,7 @@ def _filter_chars(piece: Piece, keep: Callable[[str], bool]) -> Piece:
 
 def _unicode_normalize(piece: Piece, form: str) -> Piece:
     text = piece.text
-    out = unicodedata.normalize(form, text)
+    out = hf_unicode.normalize(form, text)
     if piece.align is None or out == text:
         return Piece(out, piece.start, piece.align and list(piece.align))
     # offsets: normalize each combining sequence (a starter and the marks after it) alone;
@@ -117,7 +119,7 @@ def _unicode_normalize(piece: Piece, form: str) -> Piece:
         j = k + 1
         while j < n and unicodedata.combining(text[j]):
             j += 1
-        part = unicodedata.normalize(form, text[k:j])
+        part = hf_unicode.normalize(form, text[k:j])
         pieces.append(part)
         sources.extend([k] * len(part))
         k = j
@@ -178,12 +180,11 @@ class Lowercase(Normalizer):
         self.spec = spec
 
     def normalize(self, piece: Piece) -> Piece:
-        if piece.align is None:
-            lowered = piece.text.lower()
-            # str.lower applies the final-sigma rule; Rust's per-character to_lowercase does not
-            if "\u03a3" not in piece.text:
-                return Piece(lowered, piece.start)
-        return _map_chars(piece, str.lower)
+        # str.lower applies the final-sigma rule, Rust's per-character to_lowercase does not;
+        # and Rust knows capitals newer than Python's Unicode
+        if piece.align is None and "\u03a3" not in piece.text and not hf_unicode.has_lowercase_exception(piece.text):
+            return Piece(piece.text.lower(), piece.start)
+        return _map_chars(piece, hf_unicode.lowercase)
 
 
 class Strip(Normalizer):
@@ -209,7 +210,7 @@ class StripAccents(Normalizer):
         self.spec = spec
 
     def normalize(self, piece: Piece) -> Piece:
-        return _filter_chars(piece, lambda c: not unicodedata.category(c).startswith("M"))
+        return _filter_chars(piece, lambda c: not hf_unicode.strips_accent(c))
 
 
 class Replace(Normalizer):
@@ -310,16 +311,15 @@ class BertNormalizer(Normalizer):
 
     def normalize(self, piece: Piece) -> Piece:
         if self.clean_text:
-            piece = _filter_chars(piece, lambda c: not (c == "\0" or c == "\ufffd" or (
-                c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cf", "Cn", "Co", "Cs"))))
+            piece = _filter_chars(piece, lambda c: not hf_unicode.bert_removes(c))
             piece = _map_chars(piece, lambda c: " " if c in WHITESPACE else c)
         if self.chinese:
             piece = _map_chars(piece, lambda c: f" {c} " if _is_chinese(c) else c)
         if self.strip_accents:
             piece = _unicode_normalize(piece, "NFD")
-            piece = _filter_chars(piece, lambda c: unicodedata.category(c) != "Mn")
+            piece = _filter_chars(piece, lambda c: not hf_unicode.bert_nonspacing(c))
         if self.lowercase:
-            piece = _map_chars(piece, str.lower)
+            piece = _map_chars(piece, hf_unicode.lowercase)
         return piece
 
 

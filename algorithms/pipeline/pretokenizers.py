@@ -21,9 +21,8 @@ Complexity: linear in the text (plus the regex engine's own cost). Exact.
 
 from __future__ import annotations
 
-import unicodedata
-
 from bpebench.errors import VocabularyError
+from . import hf_unicode
 from .normalizers import SPM_SPACE, describe_spec, pattern_of
 from .text_pieces import WHITESPACE, Piece, build_component, char_matches, compile_pattern, find_matches
 
@@ -167,12 +166,8 @@ class Digits(PreTokenizer):
         self.individual = bool(spec.get("individual_digits", False))
 
     def split_one(self, piece: Piece) -> list[Piece]:
-        digits = {c for c in piece.text if unicodedata.category(c) in ("Nd", "Nl", "No")}
+        digits = {c for c in piece.text if hf_unicode.is_numeric(c)}
         return split_piece(piece, char_matches(piece.text, digits), "Isolated" if self.individual else "Contiguous")
-
-
-def _is_punctuation(c: str) -> bool:
-    return unicodedata.category(c).startswith("P") or (c.isascii() and c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 class Punctuation(PreTokenizer):
@@ -181,7 +176,7 @@ class Punctuation(PreTokenizer):
         self.behavior = behavior_of(spec.get("behavior", "Isolated"), where)
 
     def split_one(self, piece: Piece) -> list[Piece]:
-        punct = {c for c in piece.text if _is_punctuation(c)}
+        punct = {c for c in piece.text if hf_unicode.is_punctuation(c)}
         return split_piece(piece, char_matches(piece.text, punct), self.behavior)
 
 
@@ -209,7 +204,7 @@ class BertPreTokenizer(PreTokenizer):
     def split_one(self, piece: Piece) -> list[Piece]:
         out = []
         for part in split_piece(piece, char_matches(piece.text, WHITESPACE), "Removed"):
-            punct = {c for c in part.text if _is_punctuation(c)}
+            punct = {c for c in part.text if hf_unicode.is_punctuation(c)}
             out.extend(split_piece(part, char_matches(part.text, punct), "Isolated"))
         return out
 
