@@ -151,3 +151,28 @@ def test_every_sentencepiece_model_mistral_common_ships_equals_sentencepiece(pat
     lines = [line for line in corpora.get("udhr-all").splitlines()[:150] if line]
     for text in TEXTS + lines:
         assert tok.encode(text, allowed_special="all") == sp.encode(text), text
+
+
+# ----------------------------------------------------------------------------- command line
+def test_cli_encodes_and_describes_a_component_pipeline(capsys):
+    from bpebench.cli import main
+
+    path = PIPELINES / "hf_metaspace_first.json"
+    text = "  <s>  hello</s>world <s>"
+    assert main(["encode", "--vocab", str(path), text]) == 0
+    out = capsys.readouterr().out.split()
+    assert [int(i) for i in out] == GOLDEN["fixtures"][path.name]["all_special"][TEXTS.index(text)]
+    assert main(["vocab", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "pre_tokenizer: Metaspace(replacement='▁', prepend_scheme='first', split=False)" in out
+    assert "byte_fallback=True" in out and "1 special,lstrip" in out
+
+
+def test_cli_refuses_an_unsupported_component_in_one_line(tmp_path, capsys):
+    from bpebench.cli import main
+
+    data = hf_json()
+    data["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Nmt"}]}
+    code = main(["encode", "--vocab", str(_write(tmp_path, data)), "x"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "normalizer 'Nmt' is not supported" in err

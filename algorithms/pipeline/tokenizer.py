@@ -215,8 +215,6 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token literals as plain text."""
-        if self._hf is not None:
-            return self._hf.encode(text, _carve_none)
         if self._fused is not None and text:
             try:
                 data = self._normalize(text).encode("utf-8")
@@ -224,6 +222,8 @@ class Tokenizer:
                 pass
             else:
                 return self._fused.encode_list(data)
+        if self._hf is not None:
+            return self._hf.encode(text, _carve_none)
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
