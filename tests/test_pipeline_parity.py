@@ -164,7 +164,7 @@ def test_cli_encodes_and_describes_a_component_pipeline(capsys):
     assert [int(i) for i in out] == GOLDEN["fixtures"][path.name]["all_special"][TEXTS.index(text)]
     assert main(["vocab", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "pre_tokenizer: Metaspace(replacement='▁', prepend_scheme='first', split=False)" in out
+    assert "pre_tokenizer: Metaspace(prepend_scheme='first', replacement='▁', split=False)" in out
     assert "byte_fallback=True" in out and "1 special,lstrip" in out
 
 

@@ -73,7 +73,8 @@ def describe_spec(spec: dict | None) -> str:
         shown["charsmap"] = f"{len(charsmap) * 3 // 4} bytes" if charsmap else "none"
     if not shown:
         return kind
-    return f"{kind}({', '.join(f'{k}={_short(v)}' for k, v in shown.items())})"
+    # sorted: the vocabulary cache stores the spec with sorted keys
+    return f"{kind}({', '.join(f'{k}={_short(v)}' for k, v in sorted(shown.items()))})"
 
 
 def _short(value) -> str:
