@@ -204,6 +204,7 @@ def _vocabulary_meta(vocab: Vocabulary) -> dict:
         else {str(k): int(v) for k, v in vocab.byte_fallback.items()},
         "whole_piece_lookup": bool(vocab.whole_piece_lookup),
         "source": vocab.source,
+        "llama_cpp": vocab.llama_cpp,
         "fingerprint": vocab.fingerprint,
         "dead_merges": int(getattr(vocab, "_dead_merges", 0)),
         "rank_order_break": rank_order_break(vocab),
@@ -383,7 +384,7 @@ def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVoc
         normalizer=meta["normalizer"], excluded=frozenset(meta["excluded"]),
         hidden=frozenset(meta["hidden"]),
         byte_fallback=None if fallback is None else {int(k): v for k, v in fallback.items()},
-        whole_piece_lookup=meta["whole_piece_lookup"], source=meta["source"],
+        whole_piece_lookup=meta["whole_piece_lookup"], source=meta["source"], llama_cpp=meta.get("llama_cpp"),
         # derived values the build already computed
         fingerprint=meta["fingerprint"], byte_token=tables.byte_token,
         splits=(tables.split_left, tables.split_right),

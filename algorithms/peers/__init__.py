@@ -111,6 +111,8 @@ def _plain_text_vocabulary(vocab: Vocabulary) -> str | None:
     """Why a byte-level pipeline peer (tiktoken, converted HF) cannot reproduce ``vocab``."""
     if vocab.hidden or vocab.normalizer not in ("none", "nfc"):
         return f"normalizer {vocab.normalizer!r} (SentencePiece-style vocabulary)"
+    if vocab.llama_cpp is not None:
+        return "llama.cpp's pre-tokenizer and special-token rules (GGUF) have no tiktoken/HF equivalent"
     if not vocab.pattern:
         return "the vocabulary has no pre-tokenizer pattern"
     return None
@@ -126,9 +128,13 @@ def _source_kind(vocab: Vocabulary) -> str | None:
     """The file format the vocabulary was loaded from ('hf', 'sentencepiece', ...), if a file."""
     if not vocab.source or not Path(vocab.source).is_file():
         return None
-    from ..formats import _sniff
+    from bpebench.errors import VocabularyError
+    from ..formats import sniff_format
 
-    return _sniff(Path(vocab.source))
+    try:
+        return sniff_format(Path(vocab.source))
+    except VocabularyError:
+        return None
 
 
 def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
