@@ -3,8 +3,8 @@
     python benchmarks/quick_gguf.py FILE.gguf [FILE.gguf ...] [--size 1000000] [--repeat 3]
 
 For each file and each corpus (``prose-en``, ``code-python``, ``udhr-all``), times on text
-neither side has seen (both warm up on the corpus' other half first; runs interleaved,
-median of ``--repeat``):
+neither side has seen (both warm up on the corpus' other half first; then runs interleaved
+round-robin, median of ``--repeat``):
 
 * bpebench ``Tokenizer(vocab).encode_ordinary`` (llama.cpp's pre-tokenizer emulation,
   special-token rules, the fastest exact encoder for the vocabulary);
@@ -18,23 +18,13 @@ Both must give the same ids (checked). A plain script, not an asv suite.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
+from bpebench.benchmarks.quick_exact import interleaved
 from bpebench.corpora.registry import get
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 CORPORA = ("prose-en", "code-python", "udhr-all")
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -59,14 +49,17 @@ def main() -> None:
             tok.encode_ordinary(warm)
             data = timed.encode("utf-8")
             mb = len(data) / 1e6
-            ours = best(lambda: tok.encode_ordinary(timed), args.repeat)
-            split = best(lambda: tok.pretokenizer.split(timed), args.repeat)
-            cells = [f"{mb / ours:.2f}", f"{mb / split:.2f}"]
+            runs = {"ours": lambda: tok.encode_ordinary(timed), "split": lambda: tok.pretokenizer.split(timed)}
             if llm is not None:
                 llm.tokenize(warm.encode("utf-8"), add_bos=False, special=False)
-                theirs = best(lambda: llm.tokenize(data, add_bos=False, special=False), args.repeat)
+                runs["llama.cpp"] = lambda: llm.tokenize(data, add_bos=False, special=False)
+            times = {label: median for label, (median, _) in interleaved(runs, args.repeat).items()}
+            whole = type(tok.pretokenizer).__name__ == "WholeText"  # SentencePiece models: nothing to split
+            cells = [f"{mb / times['ours']:.2f}", "-" if whole else f"{mb / times['split']:.2f}"]
+            if llm is not None:
                 same = tok.encode_ordinary(timed) == llm.tokenize(data, add_bos=False, special=False)
-                cells += [f"{mb / theirs:.2f}", f"{theirs / ours:.2f}" + ("" if same else " (ids DIFFER)")]
+                cells += [f"{mb / times['llama.cpp']:.2f}",
+                          f"{times['llama.cpp'] / times['ours']:.2f}" + ("" if same else " (ids DIFFER)")]
             else:
                 cells += ["-", "-"]
             print(f"| {path.rsplit('/', 1)[-1]} | {name} | {mb:.2f} | {' | '.join(cells)} |", flush=True)

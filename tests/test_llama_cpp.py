@@ -119,6 +119,24 @@ def test_partition_is_longest_token_first_not_leftmost():
     assert partition("a" + " " * 8 + "b", spaces) == ["a", 3, 3, 2, "b"]
 
 
+def test_carver_finds_exactly_the_literals_present():
+    """Many literals sharing a first character take the positions pass; few take str.find."""
+    import random
+    from types import SimpleNamespace
+
+    from bpebench.algorithms.pipeline.llama_cpp_specials import LlamaCppCarver
+
+    rng = random.Random(3)
+    literals = [f"[PAD{i}]" for i in range(40)] + ["[", "[[", "<a>", "<ab>", " ", "   "]
+    vocab = SimpleNamespace(special_tokens={t: i for i, t in enumerate(literals)},
+                            llama_cpp={"user_defined": literals})
+    carver = LlamaCppCarver(vocab)
+    for _ in range(200):
+        text = "".join(rng.choice(["[PAD1", "2]", "[PAD3]", "[", "<a", "b>", "<a>", " ", "x", "]"])
+                       for _ in range(rng.randint(0, 12)))
+        assert carver.present(text) == {t for t in literals if t in text}, text
+
+
 def test_partition_strips_c_whitespace_only():
     tokens = [("<m>", 7, True, True)]
     assert partition("a \t<m>\n b", tokens) == ["a", 7, "b"]
@@ -171,10 +189,15 @@ def test_table_names_map_to_known_types():
 # ============================================================================= refusals
 def test_unknown_pre_tokenizer_is_refused_by_name(tmp_path):
     pytest.importorskip("gguf")
-    path = write_gguf(tmp_path / "x.gguf", model="gpt2", tokens=["a", "b", "ab"], types=[1, 1, 1], merges=["a b"],
-                      pre="no-such-pre")
+    path = write_gguf(tmp_path / "x.gguf", model="gpt2", tokens=["a", "b", "ab", "Ġ", "Ġa"], types=[1] * 5,
+                      merges=["a b", "Ġ a"], pre="no-such-pre")
     with pytest.raises(VocabularyError, match="pre-tokenizer 'no-such-pre' is not one llama.cpp knows"):
         load_path(path)
+    # a pattern of one's own loads it (tiktoken semantics), llama.cpp's special-token rules kept
+    vocab = load_path(path, pattern="gpt2")
+    assert vocab.pattern == "gpt2" and vocab.llama_cpp["pre"] is None
+    # GPT-2's split gives "ab", " ab"; in " ab" the merge "a b" comes first, so " a" never forms
+    assert Tokenizer(vocab).encode_ordinary("ab ab") == [2, 3, 2]
 
 
 def _gguf_bytes(pairs: list[tuple[str, int, bytes]], version: int = 3) -> bytes:

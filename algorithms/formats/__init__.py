@@ -23,6 +23,7 @@ from typing import Callable
 import regex
 
 from bpebench.errors import UnknownNameError, VocabularyError
+from .patterns import PATTERNS
 from .vocabulary import Vocabulary
 
 _CACHE: dict[str, Vocabulary] = {}  # by name or path (and format, pattern)
@@ -179,14 +180,14 @@ def load_path(path: str | Path, *, kind: str | None = None, pattern: str | None 
     kind = _kind(kind) or sniff_format(path)
     module_name, func_name = _LOADERS[kind]
     module = importlib.import_module(f"{__name__}.{module_name}")
+    if kind == "gguf" and pattern:  # a pattern also loads a GGUF whose pre-tokenizer llama.cpp does not know
+        return with_pattern(getattr(module, func_name)(path, pattern=PATTERNS.get(pattern, pattern)), pattern)
     vocab = getattr(module, func_name)(path)
     return with_pattern(vocab, pattern) if pattern else vocab
 
 
 def with_pattern(vocab: Vocabulary, pattern: str) -> Vocabulary:
     """A shallow copy of ``vocab`` split by ``pattern`` (tiktoken semantics) instead of its own pre-tokenizer."""
-    from .patterns import PATTERNS
-
     try:
         regex.compile(PATTERNS.get(pattern, pattern))
     except regex.error as exc:
@@ -215,12 +216,12 @@ def load_vocabulary(name_or_path: str | Path, *, kind: str | None = None, patter
             raise VocabularyError(f"{key} is a built-in vocabulary; --format applies to files only")
         vocab = _through_disk_cache(builtin.data_file, f"builtin:{key}", builtin.load)
     elif Path(key).exists() or "/" in key or "." in key:
-        loader_id = f"path:{key}" + (f":{_kind(kind)}" if kind else "")
+        loader_id = f"path:{key}" + (f":{_kind(kind)}" if kind else "") + (f":{pattern}" if pattern else "")
         vocab = _through_disk_cache(lambda: Path(key) if Path(key).is_file() else None,
-                                    loader_id, lambda: load_path(key, kind=kind))
+                                    loader_id, lambda: load_path(key, kind=kind, pattern=pattern))
     else:
         raise UnknownNameError("vocabulary", key, vocabulary_names())
-    if pattern:
+    if pattern and vocab.pattern != pattern:  # a built-in vocabulary
         vocab = with_pattern(vocab, pattern)
     _CACHE[memo] = vocab
     return vocab
