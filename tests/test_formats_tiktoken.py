@@ -62,6 +62,11 @@ def test_p50k_shaped_gap_with_the_special_token_in_it(tmp_path, cl100k_ranks):
         for text in TEXTS:
             assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all"), text
     assert Tokenizer(vocab).decode([50256]) == "<|endoftext|>"
+    # the tiktoken peer (what `bpebench parity` and the reports run) takes the gap too
+    from bpebench.algorithms.peers import make_peer
+
+    peer = make_peer("tiktoken", vocab)
+    assert [peer.encode_ordinary(t) for t in TEXTS] == [enc.encode_ordinary(t) for t in TEXTS]
 
 
 def test_empty_last_token_is_a_placeholder(tmp_path, cl100k_ranks):

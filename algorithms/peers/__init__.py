@@ -155,7 +155,7 @@ def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
 def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
     if vocab.rule != "ranks":
         return "tiktoken needs a ranks vocabulary (this one lists its merges)"
-    if vocab.excluded:
+    if any(vocab.tokens[i] for i in vocab.excluded):  # empty placeholders (gaps in the ranks) are fine
         return "the vocabulary has excluded ids"
     if not np.array_equal(vocab.priority, np.arange(len(vocab.tokens))):
         return "tiktoken needs rank = id for every token"
@@ -170,7 +170,7 @@ def _tiktoken_build(vocab: Vocabulary) -> Peer:
     encoding = tiktoken.Encoding(
         name=f"bpebench-{vocab.name}",
         pat_str=resolve_pattern(vocab.pattern),
-        mergeable_ranks={token: rank for rank, token in enumerate(vocab.tokens)},
+        mergeable_ranks={token: rank for rank, token in enumerate(vocab.tokens) if rank not in vocab.excluded},
         special_tokens=dict(vocab.special_tokens),
     )
     normalize = _normalize(vocab)
