@@ -111,6 +111,8 @@ def _plain_text_vocabulary(vocab: Vocabulary) -> str | None:
     """Why a byte-level pipeline peer (tiktoken, converted HF) cannot reproduce ``vocab``."""
     if vocab.hidden or vocab.normalizer not in ("none", "nfc"):
         return f"normalizer {vocab.normalizer!r} (SentencePiece-style vocabulary)"
+    if vocab.llama_cpp is not None:
+        return "llama.cpp's pre-tokenizer and special-token rules (GGUF) have no tiktoken/HF equivalent"
     if not vocab.pattern:
         return "the vocabulary has no pre-tokenizer pattern"
     return None
@@ -126,9 +128,13 @@ def _source_kind(vocab: Vocabulary) -> str | None:
     """The file format the vocabulary was loaded from ('hf', 'sentencepiece', ...), if a file."""
     if not vocab.source or not Path(vocab.source).is_file():
         return None
-    from ..formats import _sniff
+    from bpebench.errors import VocabularyError
+    from ..formats import sniff_format
 
-    return _sniff(Path(vocab.source))
+    try:
+        return sniff_format(Path(vocab.source))
+    except VocabularyError:
+        return None
 
 
 def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
@@ -149,7 +155,7 @@ def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
 def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
     if vocab.rule != "ranks":
         return "tiktoken needs a ranks vocabulary (this one lists its merges)"
-    if vocab.excluded:
+    if any(vocab.tokens[i] for i in vocab.excluded):  # empty placeholders (gaps in the ranks) are fine
         return "the vocabulary has excluded ids"
     if not np.array_equal(vocab.priority, np.arange(len(vocab.tokens))):
         return "tiktoken needs rank = id for every token"
@@ -164,7 +170,7 @@ def _tiktoken_build(vocab: Vocabulary) -> Peer:
     encoding = tiktoken.Encoding(
         name=f"bpebench-{vocab.name}",
         pat_str=resolve_pattern(vocab.pattern),
-        mergeable_ranks={token: rank for rank, token in enumerate(vocab.tokens)},
+        mergeable_ranks={token: rank for rank, token in enumerate(vocab.tokens) if rank not in vocab.excluded},
         special_tokens=dict(vocab.special_tokens),
     )
     normalize = _normalize(vocab)
