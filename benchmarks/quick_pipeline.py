@@ -1,23 +1,34 @@
-"""Speed of the full pipeline next to tiktoken, bpe-openai and quicktok (a plain script, not asv).
+"""Speed of the full pipeline next to every peer (a plain script, not asv).
 
-    python benchmarks/quick_pipeline.py                 # everything, a few minutes
-    python benchmarks/quick_pipeline.py --only text,worst --repeat 3
-    python benchmarks/quick_pipeline.py --hf            # also HF tokenizers (slow)
+    python benchmarks/quick_pipeline.py --only unseen             # the headline, a few minutes
+    python benchmarks/quick_pipeline.py --only unseen,allcore,cold --vocabs o200k_base
+    python benchmarks/quick_pipeline.py --only repeat,worst,batch,load --repeat 7
 
-Prints five tables, all single-threaded and measured side by side in one process
-(every implementation runs once per round, rounds interleaved, the best round
-counts; numba compilation and cache loading happen in a warm-up call first):
+The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
 
-1. ``text``: ``encode_ordinary`` of natural text and code on ``cl100k_base`` and
-   ``o200k_base`` (``corpora``: ``prose-en`` 0.47 MB, ``code-python`` and
-   ``udhr-all`` 1 MB each), ids returned as Python lists by everyone. "ours" is the
-   Tokenizer's fused pipeline.
-2. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
+1. ``unseen`` (the headline, one thread): for every exact peer, a **fresh process pinned to
+   one CPU** (``--cpu``) loads ours and that peer, warms both on 200 kB of each kind of text
+   and then encodes 1.1 MB of new documents of that kind once each, taking turns document by
+   document. MB/s of ours is the median over those processes; the ratio ours / peer is
+   taken inside each process. Kinds: English prose (stdlib docstrings), C code, faker text
+   in 12 languages. Ours is timed as ``encode_ordinary`` (lists), ``encode_to_numpy`` (one
+   int array) and with its piece cache off. Peers that fail the exactness gate, or whose
+   ids differ on a measured document, are listed apart, not ranked.
+2. ``allcore``: a batch of the measured documents of all three kinds (about 3.3 MB) through
+   each library's batch API with all its threads (unpinned), after a warm-up batch; ours
+   with ``num_threads=1`` and with every core.
+3. ``cold``: first contact in a fresh process: imports, loading the vocabulary, building the
+   tokenizer and encoding 100 kB of prose once (median of ``--load-runs``).
+4. ``stages``: where our time goes on each kind (pre-tokenizer, whole-piece lookup, BPE of
+   multi-token pieces, id output), and the piece cache's hit rate and memory.
+5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
+   ``udhr-all``; interleaved rounds, or ``--back-to-back``): it rewards caches.
+6. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
    1 MB, ours and tiktoken, and the 1 MB / 100 kB time ratio (10 = linear).
-3. ``batch``: 10,000 short texts (lines of ``prose-en``), ours
+7. ``batch``: 10,000 short texts (lines of ``prose-en``), ours
    ``encode_ordinary_batch`` vs tiktoken's ``encode_ordinary_batch(num_threads=1)``,
    and one ``encode_ordinary`` call per text for both.
-4. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
+8. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
    import and first cached call (its fixed costs), then for our Tokenizer once with
    the ahead-of-time compiled fused pipeline (``algorithms/pipeline/aot.py``; numba is never
    imported) and once with ``BPEBENCH_AOT=0`` (numba's JIT): our module imports,
@@ -27,14 +38,8 @@ counts; numba compilation and cache loading happen in a warm-up call first):
    (no module in the cache), and numba's compilation of the fused kernel (AOT off,
    empty ``NUMBA_CACHE_DIR``).
 
-Every implementation's ids are checked against ours before timing. Numbers move
-with the machine's load: compare within one run.
-
-Interleaved rounds mean every call starts after the other libraries' calls have
-pushed its tables out of the CPU caches (a table-driven encoder pays for that:
-ours takes 1.3-1.4x longer on ``prose-en`` than in a loop of its own calls,
-tiktoken 1.03x). ``--back-to-back`` times each implementation's calls in a row
-instead, as when one library encodes a corpus text after text.
+Every implementation's ids are checked against ours. Numbers move with the machine's
+load: compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -130,9 +135,104 @@ def mb_per_s(n_bytes: int, seconds: float) -> str:
     return f"{n_bytes / 1e6 / seconds:8.1f}"
 
 
-# ----------------------------------------------------------------------------- 1. text
-def table_text(rounds: int, hf: bool) -> None:
-    print("\n1. encode_ordinary, MB/s (higher is better); ratio = ours / peer")
+# ----------------------------------------------------------------------------- 1. unseen
+#: peers left out of the unseen table unless ``--hf`` (HF tokenizers runs at about 1.5 MB/s)
+SLOW_PEERS = {"hf-tokenizers"}
+
+
+def our_variants(vocab) -> dict:
+    """Our ways of encoding ordinary text: lists, one numpy array, and lists with the piece cache off."""
+    ours = Tokenizer(vocab)
+    assert ours.fused
+    variants = {"ours": ours.encode_ordinary}
+    if hasattr(ours, "encode_to_numpy"):
+        variants["ours encode_to_numpy"] = ours.encode_to_numpy
+    if hasattr(ours, "piece_cache_stats"):
+        uncached = Tokenizer(vocab, piece_cache=False)
+        variants["ours, piece cache off"] = uncached.encode_ordinary
+    return variants
+
+
+def unseen_child(vocab_name: str, peer_name: str, cpu: int | None) -> dict:
+    """In a fresh process: ours and one peer through the unseen protocol on every kind of text."""
+    from bpebench.algorithms.peers import make_peer
+    from bpebench.benchmarks import protocol
+
+    pinned = protocol.pin_to_one_cpu(cpu)
+    vocab = load_vocabulary(vocab_name)
+    functions = our_variants(vocab)
+    peer = make_peer(peer_name, vocab)  # runs the exactness gate
+    functions[peer_name] = peer.encode_ordinary_fn
+    differs: dict[str, str] = {}
+
+    def check(name, result, first):
+        if name not in differs and not protocol.same_ids(result, first):
+            differs[name] = "ids differ from ours on a measured document"
+
+    result = {"pinned_cpu": pinned, "gate": peer.same_ids, "note": peer.note, "version": peer.library_version,
+              "seconds": {}, "bytes": {}}
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        result["bytes"][kind] = text_stream.measured_bytes
+        result["seconds"][kind] = protocol.time_unseen(functions, text_stream, check)
+    result["differs"] = differs
+    return result
+
+
+def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu: int | None) -> None:
+    from bpebench.algorithms.peers import peer_status
+    from bpebench.benchmarks import protocol
+
+    print("\n1. unseen text, one thread (each process pinned to one CPU): MB/s; ratio = peer time / ours"
+          " (above 1: we are faster)")
+    env = dict(os.environ, **protocol.ONE_THREAD_ENV)
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        names = [name for name, ok, _ in peer_status(vocab) if ok and (hf or name not in SLOW_PEERS)
+                 and name != "sentencepiece" and (peer_filter is None or name in peer_filter)]
+        runs = {}
+        for name in names:
+            args = [sys.executable, __file__, "--child-unseen", vocab_name, name]
+            if cpu is not None:
+                args += ["--cpu", str(cpu)]
+            done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
+            if done.returncode != 0:
+                print(f"  {name}: failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '?'}")
+                continue
+            runs[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        if not runs:
+            continue
+        kinds = list(protocol.KINDS)
+        first = next(iter(runs.values()))
+        sizes = ", ".join(f"{k} {first['bytes'][k] / 1e6:.2f} MB" for k in kinds)
+        print(f"\n  {vocab_name} ({sizes}; pinned to CPU {first['pinned_cpu']})")
+        print(f"  {'encoder':34s} " + " ".join(f"{k:>14s}" for k in kinds) + "   ratios " + " ".join(f"{k[:5]:>6s}" for k in kinds))
+        our_names = [n for n in first["seconds"][kinds[0]] if n.startswith("ours")]
+        for ours in our_names:
+            speeds = [statistics.median(protocol.mb_per_s(r["bytes"][k], r["seconds"][k][ours]) for r in runs.values())
+                      for k in kinds]
+            print(f"  {ours + ' (median)':34s} " + " ".join(f"{v:14.1f}" for v in speeds))
+        rows = []
+        for name, r in runs.items():
+            speeds = [protocol.mb_per_s(r["bytes"][k], r["seconds"][k][name]) for k in kinds]
+            ratios = [r["seconds"][k][name] / r["seconds"][k]["ours"] for k in kinds]
+            exact = r["gate"] and name not in r["differs"]
+            rows.append((exact, -speeds[0], name, r, speeds, ratios))
+        for exact, _, name, r, speeds, ratios in sorted(rows, key=lambda row: (not row[0], row[1])):
+            label = f"{name} {r['version']}" + ("" if exact else " (NOT EXACT)")
+            print(f"  {label:34s} " + " ".join(f"{v:14.1f}" for v in speeds) + "          "
+                  + " ".join(f"{x:6.2f}" for x in ratios))
+        for name, r in runs.items():
+            if not r["gate"] or r["differs"]:
+                print(f"    {name}: {r['note'] or ''} {r['differs'].get(name, '')}".rstrip())
+            for ours, why in r["differs"].items():
+                if ours.startswith("ours"):
+                    raise AssertionError(f"{ours} {why} (in the {name} process)")
+
+
+# ----------------------------------------------------------------------------- 5. repeat
+def table_repeat(rounds: int, hf: bool) -> None:
+    print("\n5. REPEAT (best of N on one text: rewards caches), encode_ordinary, MB/s; ratio = peer time / ours")
     rows = []
     for name in VOCABS:
         vocab = load_vocabulary(name)
@@ -334,21 +434,32 @@ def table_load(runs: int) -> None:
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="text,worst,batch,load", help="tables to run (comma separated)")
+    parser.add_argument("--only", default="unseen,allcore,cold,stages,repeat,worst,batch,load",
+                        help="tables to run (comma separated)")
+    parser.add_argument("--vocabs", default=",".join(VOCABS), help="vocabularies of the unseen table")
+    parser.add_argument("--peers", default=None, help="peers of the unseen table (default: every installed one)")
+    parser.add_argument("--cpu", type=int, default=None, help="the CPU one-thread runs are pinned to (default: the last)")
+    parser.add_argument("--child-unseen", nargs=2, metavar=("VOCAB", "PEER"), help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
     parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
     parser.add_argument("--hf", action="store_true", help="include HF tokenizers (about 1.5 MB/s)")
     parser.add_argument("--back-to-back", action="store_true",
                         help="time each implementation's rounds consecutively (warm caches) instead of interleaved")
     args = parser.parse_args(argv)
+    if args.child_unseen:
+        print(json.dumps(unseen_child(*args.child_unseen, args.cpu)))
+        return
     only = set(args.only.split(","))
+    vocabs = args.vocabs.split(",")
     global BACK_TO_BACK
     BACK_TO_BACK = args.back_to_back
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; rounds "
           + ("back to back (each implementation's calls in a row)" if BACK_TO_BACK else "interleaved"))
-    if "text" in only:
-        table_text(args.repeat, args.hf)
+    if "unseen" in only:
+        table_unseen(vocabs, set(args.peers.split(",")) if args.peers else None, args.hf, args.cpu)
+    if "repeat" in only:
+        table_repeat(args.repeat, args.hf)
     if "worst" in only:
         table_worst(args.repeat)
     if "batch" in only:
