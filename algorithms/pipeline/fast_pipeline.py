@@ -187,8 +187,85 @@ def _memo_find(memo, slot, key, data, start, end):
     return memo[slot, 2], memo[slot, 3] & 0xFFFFFFFF
 
 
+# ----------------------------------------------------------------------------- the piece cache
+#: pieces of at most this many bytes (three packed words) are kept in the piece cache
+CACHE_MAX_BYTES = 24
+#: and at most this many ids (two per int64 word)
+CACHE_MAX_IDS = 8
+#: a cache row: 3 key words, meta (length | count << 8), 4 words of packed ids = one 64-byte line
+CACHE_ROW = 8
+#: the counters row (the cache's last row): hits, misses, pieces looked up
+CACHE_HITS, CACHE_MISSES, CACHE_LOOKUPS = 0, 1, 2
+_CACHE_M0 = np.uint64(0x9E3779B97F4A7C15)
+_CACHE_M1 = np.uint64(0xD6E8FEB86659FD93)
+_CACHE_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def new_piece_cache(slots: int) -> np.ndarray:
+    """An empty piece cache of ``slots`` rows (a power of two, or 0 for none): int64[slots + 1, 8],
+    the last row holding the counters. ``slots * 64`` bytes."""
+    if slots < 0 or slots & (slots - 1):
+        raise ValueError(f"piece cache slots must be 0 or a power of two, not {slots}")
+    return np.zeros((slots + 1, CACHE_ROW), dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _pack_word(data, start, end):
+    """Up to 8 bytes ``data[start:end]`` (empty if ``end <= start``) as a little-endian uint64."""
+    key = np.uint64(0)
+    for i in range(max(end - start, 0)):
+        key |= np.uint64(data[start + i]) << np.uint64(8 * i)
+    return key
+
+
+@njit(cache=True, inline="always")
+def _cache_key(data, start, end):
+    """The piece ``data[start:end]`` (at most ``CACHE_MAX_BYTES``) as three packed words."""
+    w0 = _pack_word(data, start, min(end, start + 8))
+    w1 = _pack_word(data, start + 8, min(end, start + 16))
+    w2 = _pack_word(data, start + 16, end)
+    return w0, w1, w2
+
+
+@njit(cache=True, inline="always")
+def _cache_slot(w0, w1, w2, length, mask):
+    mixed = (w0 * _CACHE_M0) ^ ((w1 ^ np.uint64(length)) * _CACHE_M1) ^ (w2 * _CACHE_M2)
+    return np.int64(mixed >> np.uint64(40)) & mask
+
+
+@njit(cache=True, inline="always")
+def _cache_get(cache, slot, w0, w1, w2, length, out, n_out):
+    """Append the cached ids of the piece to ``out`` and return their count, or -1 on a miss.
+
+    A row is only used when all its key words and the length match, so a hit is the piece's
+    own encoding (BPE of a piece depends on its bytes alone)."""
+    meta = cache[slot, 3]
+    if ((meta & 0xFF) != length or np.uint64(cache[slot, 0]) != w0 or np.uint64(cache[slot, 1]) != w1
+            or np.uint64(cache[slot, 2]) != w2):
+        return -1
+    count = (meta >> 8) & 0xFF
+    for i in range(count):
+        word = cache[slot, 4 + (i >> 1)]
+        out[n_out + i] = (word >> (32 * (i & 1))) & 0xFFFFFFFF
+    return count
+
+
+@njit(cache=True, inline="always")
+def _cache_put(cache, slot, w0, w1, w2, length, out, first, count):
+    """Keep the ids ``out[first:first+count]`` of the piece in its row (replacing what was there)."""
+    cache[slot, 3] = 0  # a reader on this thread only; cleared first so a half-written row never matches
+    cache[slot, 0] = np.int64(w0)
+    cache[slot, 1] = np.int64(w1)
+    cache[slot, 2] = np.int64(w2)
+    for k in range(4):
+        low = np.int64(out[first + 2 * k]) if 2 * k < count else 0
+        high = np.int64(out[first + 2 * k + 1]) if 2 * k + 1 < count else 0
+        cache[slot, 4 + k] = low | (high << 32)
+    cache[slot, 3] = length | (count << 8)
+
+
 @njit(cache=True, _nrt=False)
-def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_out):
+def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_out, cache):
     """Pre-tokenize ``data[start:end]`` (whole characters; ``cls`` their class words) and
     append the ids of every piece. ``parts`` and ``ranks`` are the merge loop's scratch
     (``short_limit`` slots).
@@ -212,6 +289,10 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
     pattern_id = plan.pattern_id
     short_limit = plan.short_limit
     memo_mask = memo.shape[0] - 1
+    cache_slots = cache.shape[0] - 1
+    cache_mask = cache_slots - 1
+    hits = 0
+    lookups = 0
     char = 0
     piece_start = start
     while char < n_chars:
@@ -222,6 +303,7 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
             piece_end = piece_start
             for k in range(char, piece_end_char):
                 piece_end += char_nbytes(cls[k])
+        length = piece_end - piece_start
         token = -1
         if whole_piece:
             token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
@@ -230,6 +312,25 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
         if token >= 0:
             out[n_out] = token
             n_out += 1
+        elif cache_slots > 0 and length <= CACHE_MAX_BYTES:
+            # a piece of several tokens: natural text repeats them across documents as well as
+            # within one, and a repeat costs one probe and a copy instead of BPE
+            w0, w1, w2 = _cache_key(data, piece_start, piece_end)
+            cache_slot = _cache_slot(w0, w1, w2, length, cache_mask)
+            lookups += 1
+            count = _cache_get(cache, cache_slot, w0, w1, w2, length, out, n_out)
+            if count >= 0:
+                hits += 1
+                n_out += count
+            else:
+                first = n_out
+                if length <= short_limit:
+                    n_out = merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+                                              token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
+                else:
+                    n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+                if n_out - first <= CACHE_MAX_IDS:
+                    _cache_put(cache, cache_slot, w0, w1, w2, length, out, first, n_out - first)
         elif piece_end - piece_start > _MEMO_MAX_PIECE:
             # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
             n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
@@ -256,6 +357,10 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
                 memo[slot, 3] = (np.int64(piece_end - piece_start) << 32) | (n_out - first)
         piece_start = piece_end
         char = piece_end_char
+    if cache_slots > 0:
+        cache[cache_slots, CACHE_HITS] += hits
+        cache[cache_slots, CACHE_MISSES] += lookups - hits
+        cache[cache_slots, CACHE_LOOKUPS] += lookups
     return n_out
 
 
@@ -266,17 +371,19 @@ def _merge_scratch(plan):
     return np.empty(size, dtype=np.int32), np.empty(size, dtype=np.int64)
 
 
-@njit(cache=True)
-def encode_utf8(plan, data, out):
-    """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids."""
+@njit(cache=True, nogil=True)
+def encode_utf8(plan, data, out, cache):
+    """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
+    the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     cls = utf8_class_words(data, plan.stage1, plan.stage2)
     parts, ranks = _merge_scratch(plan)
-    return _encode_text(plan, data, 0, data.shape[0], cls, dead, _new_memo(data.shape[0]), parts, ranks, out, 0)
+    return _encode_text(plan, data, 0, data.shape[0], cls, dead, _new_memo(data.shape[0]), parts, ranks, out, 0,
+                        cache)
 
 
-@njit(cache=True)
-def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
+@njit(cache=True, nogil=True)
+def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
@@ -287,7 +394,7 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
     for i in range(text_offsets.shape[0] - 1):
         start, end = text_offsets[i], text_offsets[i + 1]
         cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-        n_out = _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_out)
+        n_out = _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_out, cache)
         out_offsets[i + 1] = n_out
     return n_out
 
@@ -339,7 +446,10 @@ class FusedPipeline:
     #: outputs of at least this many ids are gathered from pre-made int objects (``id_list``)
     GATHER_MIN = 64
 
-    def __init__(self, vocabulary) -> None:
+    #: piece-cache rows per thread by default (64 bytes each: 1 MiB)
+    PIECE_CACHE_SLOTS = 1 << 14
+
+    def __init__(self, vocabulary, *, piece_cache_slots: int | None = None) -> None:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
@@ -366,7 +476,11 @@ class FusedPipeline:
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
+        self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
+        new_piece_cache(self.piece_cache_slots)  # refuses a bad size now rather than in a call
         self._per_thread = threading.local()
+        self._caches_lock = threading.Lock()
+        self._caches: list = []  # weak references to every thread's piece cache (for the statistics)
         self._id_objects = None  # made on first use by ``id_list``
         self._id_lists = None  # the ahead-of-time helper module that builds id lists in C
         self._encode = _DirectCall(encode_utf8)
@@ -389,8 +503,32 @@ class FusedPipeline:
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
         out = self._thread_buffer("out", len(arr), np.int32)
-        n = self._encode(self.plan, arr, out)
+        n = self._encode(self.plan, arr, out, self.thread_cache())
         return self.id_list(out[:n])
+
+    def thread_cache(self) -> np.ndarray:
+        """The calling thread's piece cache (made on its first call): the kernel writes to it, so
+        threads never share one. ``piece_cache_slots`` rows of 64 bytes, plus the counters."""
+        cache = getattr(self._per_thread, "cache", None)
+        if cache is None:
+            import weakref
+
+            cache = self._per_thread.cache = new_piece_cache(self.piece_cache_slots)
+            with self._caches_lock:
+                self._caches = [r for r in self._caches if r() is not None] + [weakref.ref(cache)]
+        return cache
+
+    def piece_cache_stats(self) -> dict:
+        """Counters of the live threads' piece caches: ``hits``, ``misses``, ``hit_rate`` (of the
+        pieces looked up), ``threads``, ``slots`` (per thread), ``filled`` and ``bytes`` (all threads)."""
+        with self._caches_lock:
+            caches = [c for c in (r() for r in self._caches) if c is not None]
+        slots = self.piece_cache_slots
+        hits = sum(int(c[slots, CACHE_HITS]) for c in caches)
+        misses = sum(int(c[slots, CACHE_MISSES]) for c in caches)
+        filled = sum(int(np.count_nonzero(c[:slots, 3])) for c in caches)
+        return {"hits": hits, "misses": misses, "hit_rate": hits / (hits + misses) if hits + misses else 0.0,
+                "threads": len(caches), "slots": slots, "filled": filled, "bytes": sum(c.nbytes for c in caches)}
 
     def _thread_buffer(self, name: str, size: int, dtype) -> np.ndarray:
         """At least ``size`` items: the calling thread's buffer ``name`` (grown as needed) when
@@ -454,12 +592,21 @@ class FusedPipeline:
         bounds = offsets.tolist()
         return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
 
+    def encode_array(self, data: bytes) -> np.ndarray:
+        """``uint32`` ids of the UTF-8 text ``data``: encoded into the thread's buffer, then copied
+        into an array of exactly their length (ids are below 2**31: int32 and uint32 agree)."""
+        arr = np.frombuffer(data, dtype=np.uint8)
+        self._check(arr)
+        out = self._thread_buffer("out", len(arr), np.int32)
+        n = self._encode(self.plan, arr, out, self.thread_cache())
+        return out[:n].view(np.uint32).copy()
+
     def encode_utf8(self, data: bytes) -> np.ndarray:
         """int32 ids of the UTF-8 text ``data`` (valid UTF-8: pieces as ``regex`` splits its str)."""
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
         out = np.empty(len(arr), dtype=np.int32)
-        n = self._encode(self.plan, arr, out)
+        n = self._encode(self.plan, arr, out, self.thread_cache())
         return out[:n]
 
     def encode_utf8_batch(self, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
@@ -471,7 +618,7 @@ class FusedPipeline:
         self._check(arr)
         out = np.empty(len(arr), dtype=np.int32)
         out_offsets = np.empty(len(texts) + 1, dtype=np.int64)
-        n = self._encode_batch(self.plan, arr, text_offsets, out, out_offsets)
+        n = self._encode_batch(self.plan, arr, text_offsets, out, out_offsets, self.thread_cache())
         return out[:n], out_offsets
 
 
@@ -512,10 +659,11 @@ def _has_unreachable(vocabulary, tables) -> bool:
     return bool(((tables.priority >= NEVER) & (tables.token_len > 1) & usable).any())
 
 
-def fused_pipeline(vocabulary) -> FusedPipeline:
-    """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup``)."""
+def fused_pipeline(vocabulary, piece_cache_slots: int | None = None) -> FusedPipeline:
+    """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup`` and
+    piece-cache size; its piece caches are per thread)."""
     memo = vocabulary.__dict__.setdefault("_fused_pipelines", {})
-    key = bool(vocabulary.whole_piece_lookup)
+    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots)
     if key not in memo:
-        memo[key] = FusedPipeline(vocabulary)
+        memo[key] = FusedPipeline(vocabulary, piece_cache_slots=piece_cache_slots)
     return memo[key]

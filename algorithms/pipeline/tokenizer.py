@@ -37,6 +37,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError
+from .parallel import MIN_PARALLEL_BYTES, cut_text, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, RegexPretokenizer, WholeText
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
@@ -72,6 +73,9 @@ class Tokenizer:
             with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
             reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
             object with ``split(text) -> list[str]``. Without a pattern the whole text is one piece.
+        piece_cache: the fused pipeline's exact piece cache (multi-token pieces of up to 24 bytes
+            -> their ids, per thread, kept across calls): True for the default size (16,384 rows,
+            1 MiB per thread), False to turn it off, or a power of two (rows of 64 bytes).
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class Tokenizer:
         *,
         algorithm: str | Encoder | None = None,
         pretokenizer=None,
+        piece_cache: bool | int = True,
     ) -> None:
         from .fast_pipeline import supported_pattern, unsupported_reason
 
@@ -115,7 +120,15 @@ class Tokenizer:
             if unsupported_reason(vocabulary) is None:
                 from .fast_pipeline import fused_pipeline
 
-                self._fused = fused_pipeline(vocabulary)
+                if piece_cache is True:
+                    slots = None
+                elif piece_cache is False:
+                    slots = 0
+                elif isinstance(piece_cache, int) and piece_cache >= 0 and not piece_cache & (piece_cache - 1):
+                    slots = piece_cache
+                else:
+                    raise BpebenchError(f"piece_cache must be True, False or a power of two, not {piece_cache!r}")
+                self._fused = fused_pipeline(vocabulary, slots)
         self._normalize, self._denormalize = NORMALIZERS[vocabulary.normalizer]
         specials = vocabulary.special_tokens
         self._special_regex = _literal_regex(frozenset(specials)) if specials else None
@@ -159,17 +172,65 @@ class Tokenizer:
                 return self._fused.encode_utf8(data)
         return self._reference(text)
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` treating special-token literals as plain text."""
+    def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
+        """Encode ``text`` treating special-token literals as plain text. A long text is cut at
+        pre-token boundaries and its parts encoded on ``num_threads`` threads (default: every
+        CPU, or ``BPEBENCH_NUM_THREADS``), with the same ids."""
         if self._fused is not None and text:
             try:
-                data = self._normalize(text).encode("utf-8")
+                normalized = self._normalize(text)
+                if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
+                    return self._fused.id_list(self._parallel_array(normalized, thread_count(num_threads)))
+                data = normalized.encode("utf-8")
             except UnicodeEncodeError:  # lone surrogates: only the reference path can split them
                 pass
             else:
                 return self._fused.encode_list(data)
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
+
+    def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
+        """int32 ids of a long normalized text: its parts (cut at pre-token boundaries) on threads."""
+        from .fast_pipeline import supported_pattern
+
+        parts = cut_text(normalized, threads, supported_pattern(self.vocabulary))
+        arrays = run_all(lambda part: self._fused.encode_utf8(part.encode("utf-8")), parts, threads)
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> np.ndarray:
+        """``encode`` as one ``uint32`` array (tiktoken's name and semantics): the fused pipeline
+        writes the ids into one buffer, and no Python int is made."""
+        allowed = self._allowed_special(text, allowed_special, disallowed_special)
+        segments = self._segments(text, allowed)
+        if len(segments) == 1:
+            return self._ordinary_array(segments[0])
+        parts = [np.array([s], dtype=np.uint32) if isinstance(s, int) else self._ordinary_array(s) for s in segments]
+        return np.concatenate(parts)
+
+    def _ordinary_array(self, text: str, num_threads: int | None = None) -> np.ndarray:
+        """The ids of ordinary ``text`` as a new ``uint32`` array of exactly their length."""
+        if self._fused is not None and text:
+            try:
+                normalized = self._normalize(text)
+                if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
+                    return self._parallel_array(normalized, thread_count(num_threads)).view(np.uint32)
+                data = normalized.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: only the reference path can split them
+                pass
+            else:
+                return self._fused.encode_array(data)
+        return np.array(self.encode_ordinary(text), dtype=np.uint32)
+
+    def piece_cache_stats(self) -> dict | None:
+        """The fused pipeline's piece-cache counters (see ``FusedPipeline.piece_cache_stats``), or
+        None when texts do not go through the fused pipeline."""
+        return self._fused.piece_cache_stats() if self._fused is not None else None
 
     def _reference(self, text: str) -> list[int]:
         """Ids of normalized ``text`` through ``pretokenizer.split`` and the encoder."""
@@ -257,8 +318,10 @@ class Tokenizer:
                 out.extend(self.encode_ordinary(segment))
         return out
 
-    def encode_ordinary_batch(self, texts: Iterable[str]) -> list[list[int]]:
-        """``[encode_ordinary(t) for t in texts]``, with all texts in one compiled call."""
+    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """``[encode_ordinary(t) for t in texts]``: the texts cut into one contiguous group per
+        thread (``num_threads``, default every CPU or ``BPEBENCH_NUM_THREADS``), each group one
+        compiled call; the same ids on any number of threads."""
         texts = list(texts)
         if self._fused is None:
             return [self.encode_ordinary(t) for t in texts]
@@ -270,16 +333,23 @@ class Tokenizer:
                 data.append(normalize(text).encode("utf-8") if text else b"")
             except UnicodeEncodeError:
                 data.append(b"")
-                fallback[i] = self.encode_ordinary(text)
-        ids, offsets = self._fused.encode_utf8_batch(data)
-        out = self._fused.id_lists(ids, offsets)
+                fallback[i] = self.encode_ordinary(text, num_threads=1)
+        sizes = [len(d) for d in data]
+        threads = thread_count(num_threads) if sum(sizes) >= MIN_PARALLEL_BYTES else 1
+        fused = self._fused
+
+        def group(bounds: tuple[int, int]) -> list[list[int]]:
+            ids, offsets = fused.encode_utf8_batch(data[bounds[0]:bounds[1]])
+            return fused.id_lists(ids, offsets)
+
+        out = [ids for part in run_all(group, split_batch(sizes, threads), threads) for ids in part]
         for i, ids_i in fallback.items():
             out[i] = ids_i
         return out
 
     def encode_batch(self, texts: Iterable[str], **kwargs) -> list[list[int]]:
         """``[encode(t, **kwargs) for t in texts]``, ordinary text of all texts in one compiled call."""
-        unknown = set(kwargs) - {"allowed_special", "disallowed_special"}
+        unknown = set(kwargs) - {"allowed_special", "disallowed_special", "num_threads"}
         if unknown:
             raise TypeError(f"encode_batch() got unexpected keyword arguments {sorted(unknown)}")
         allowed_special = kwargs.get("allowed_special", frozenset())
@@ -287,7 +357,7 @@ class Tokenizer:
         segmented = [self._segments(t, self._allowed_special(t, allowed_special, disallowed_special))
                      for t in texts]
         ordinary = [s for segments in segmented for s in segments if isinstance(s, str)]
-        encoded = iter(self.encode_ordinary_batch(ordinary))
+        encoded = iter(self.encode_ordinary_batch(ordinary, num_threads=kwargs.get("num_threads")))
         out = []
         for segments in segmented:
             ids: list[int] = []
