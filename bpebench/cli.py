@@ -89,6 +89,8 @@ def _tokenizer(args):
 
 
 def cmd_encode(args) -> int:
+    if args.input:
+        return _encode_files(args)
     vocab, encoder, tokenizer = _tokenizer(args)
 
     def encode(text: str) -> list[int]:
@@ -110,6 +112,18 @@ def cmd_encode(args) -> int:
         return 0
     text = " ".join(args.text) if args.text else sys.stdin.read()
     print(" ".join(map(str, encode(text))))
+    return 0
+
+
+def _encode_files(args) -> int:
+    """``encode --input FILE... --output ids.npy``: see bpebench.algorithms.pipeline.streaming."""
+    from bpebench.algorithms.pipeline.streaming import encode_files
+
+    if not args.output or args.text or args.raw or args.jsonl:
+        raise BpebenchError("--input needs --output ids.npy, and takes no TEXT, --raw or --jsonl")
+    vocab, encoder, tokenizer = _tokenizer(args)
+    stats = encode_files(tokenizer, args.input, args.output, num_threads=args.threads)
+    print(stats.summary(), file=sys.stderr)
     return 0
 
 
@@ -213,6 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", "-a", default=None, help="encoder name (default: fastest exact)")
     p.add_argument("--raw", action="store_true", help="pure BPE over the UTF-8 bytes: no pre-tokenizer, no specials")
     p.add_argument("--jsonl", action="store_true", help="stdin lines are JSON strings; print a JSON list per line")
+    p.add_argument("--input", nargs="+", metavar="FILE", help="UTF-8 files to encode (special-token literals are"
+                   " text), streamed through every core into --output")
+    p.add_argument("--output", metavar="IDS.npy", help="with --input: the uint32 ids of all files, in order")
+    p.add_argument("--threads", type=int, default=None, help="with --input: threads (default every CPU, or"
+                   " BPEBENCH_NUM_THREADS)")
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("decode", help="print the text of token ids")

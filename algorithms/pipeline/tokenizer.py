@@ -203,14 +203,17 @@ class Tokenizer:
         *,
         allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
         disallowed_special: Literal["all"] | Collection[str] = "all",
+        num_threads: int | None = None,
     ) -> np.ndarray:
         """``encode`` as one ``uint32`` array (tiktoken's name and semantics): the fused pipeline
-        writes the ids into one buffer, and no Python int is made."""
+        writes the ids into one buffer, and no Python int is made. A long text is spread over
+        ``num_threads`` threads as in ``encode_ordinary``."""
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
         segments = self._segments(text, allowed)
         if len(segments) == 1:
-            return self._ordinary_array(segments[0])
-        parts = [np.array([s], dtype=np.uint32) if isinstance(s, int) else self._ordinary_array(s) for s in segments]
+            return self._ordinary_array(segments[0], num_threads)
+        parts = [np.array([s], dtype=np.uint32) if isinstance(s, int) else self._ordinary_array(s, num_threads)
+                 for s in segments]
         return np.concatenate(parts)
 
     def _ordinary_array(self, text: str, num_threads: int | None = None) -> np.ndarray:
