@@ -230,6 +230,205 @@ def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu:
                     raise AssertionError(f"{ours} {why} (in the {name} process)")
 
 
+# ----------------------------------------------------------------------------- 2. all cores
+#: libraries' batch APIs with all their threads: name -> (vocab -> batch function); ours is added apart
+def _peer_batch_functions(vocab) -> dict:
+    from bpebench.algorithms.peers import make_peer, peer_status
+
+    usable = {name for name, ok, _ in peer_status(vocab) if ok}
+    found = {}
+    if "tiktoken" in usable:
+        encoding = tiktoken_encoding(vocab)
+        threads = os.cpu_count() or 1
+        found["tiktoken"] = lambda texts: encoding.encode_ordinary_batch(texts, num_threads=threads)
+    if "gigatoken" in usable and make_peer("gigatoken", vocab).same_ids:
+        from bpebench.algorithms.peers import _gigatoken_tokenizer
+
+        giga = _gigatoken_tokenizer(vocab)
+        lists = giga.as_tiktoken()
+        found["gigatoken lists"] = lambda texts: lists.encode_ordinary_batch(texts)
+        found["gigatoken numpy (flat)"] = lambda texts: giga.encode_batch(texts)
+    if "fastokens" in usable and make_peer("fastokens", vocab).same_ids:
+        import fastokens
+
+        from bpebench.algorithms.peers import _ranks_file
+        from bpebench.algorithms.formats.patterns import resolve_pattern
+
+        fast = fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
+                                                 special_tokens={})
+        found["fastokens"] = lambda texts: [e.ids for e in fast.encode_batch(texts)]
+        found["fastokens flat"] = lambda texts: fast.encode_batch_flat(texts)
+    return found
+
+
+def table_allcore(vocabs: list[str], rounds: int) -> None:
+    from bpebench.benchmarks import protocol
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"\n2. all cores ({cpus} CPUs): one batch of the measured documents of every kind, after a warm-up"
+          " batch of the warm-up documents; MB/s (best of the rounds, each a new batch order)")
+    streams = [protocol.stream(kind) for kind in protocol.KINDS]
+    warm = [d for st in streams for d in st.warm]
+    measured = [d for st in streams for d in st.measured]
+    n_bytes = sum(len(d.encode()) for d in measured)
+    long_text = "".join(measured)
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        ours = Tokenizer(vocab)
+        functions = {
+            "ours batch, 1 thread": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1),
+            f"ours batch, {cpus} threads": lambda texts: ours.encode_ordinary_batch(texts),
+            f"ours one long text, 1 thread": lambda texts: ours.encode_ordinary(long_text, num_threads=1),
+            f"ours one long text, {cpus} threads": lambda texts: ours.encode_ordinary(long_text),
+        }
+        functions.update(_peer_batch_functions(vocab))
+        expected = ours.encode_ordinary_batch(measured, num_threads=1)
+        for name, fn in functions.items():
+            fn(warm)
+            if "long text" not in name and "flat" not in name:
+                assert [list(ids) for ids in fn(measured)] == expected, name
+        best = dict.fromkeys(functions, float("inf"))
+        for r in range(rounds):
+            batch = measured[r % len(measured):] + measured[:r % len(measured)]  # another order each round
+            for name, fn in functions.items():
+                start = time.perf_counter()
+                fn(batch)
+                best[name] = min(best[name], time.perf_counter() - start)
+        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents)")
+        one = best["ours batch, 1 thread"]
+        for name, seconds in best.items():
+            print(f"  {name:36s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on 1 thread")
+
+
+# ----------------------------------------------------------------------------- 3. cold
+_COLD_OURS = r"""
+import time, json, sys
+t0 = time.perf_counter()
+from bpebench import Tokenizer
+tok = Tokenizer("o200k_base")
+text = open({path!r}, encoding="utf-8").read()
+ids = tok.encode_ordinary(text)
+print(json.dumps({{"seconds": time.perf_counter() - t0, "tokens": len(ids)}}))
+"""
+_COLD_TIKTOKEN = r"""
+import time, json
+t0 = time.perf_counter()
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+enc = tiktoken.Encoding("o200k_base", pat_str={pattern!r}, mergeable_ranks=load_tiktoken_bpe({ranks!r}),
+                        special_tokens={{}})
+text = open({path!r}, encoding="utf-8").read()
+ids = enc.encode_ordinary(text)
+print(json.dumps({{"seconds": time.perf_counter() - t0, "tokens": len(ids)}}))
+"""
+
+
+def table_cold(runs: int) -> None:
+    from bpebench.benchmarks import protocol
+
+    print(f"\n3. cold: a fresh process imports, loads o200k_base, encodes 100 kB of new prose once"
+          f" (median of {runs}): milliseconds")
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        text_path = scratch / "prose.txt"
+        text_path.write_text("".join(protocol.stream("prose", warm_bytes=0, measured_bytes=100_000).measured),
+                             encoding="utf-8")
+        ranks = scratch / "o200k_base.tiktoken"
+        ranks.write_bytes(gzip.decompress(_package_file("bpe_openai", "data", "o200k_base.tiktoken.gz").read_bytes()))
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+        env["PYTHONWARNINGS"] = "ignore"
+        scripts = {"ours": _COLD_OURS.format(path=str(text_path)),
+                   "tiktoken": _COLD_TIKTOKEN.format(pattern=resolve_pattern("o200k"), ranks=str(ranks),
+                                                     path=str(text_path))}
+        for script in scripts.values():
+            _run(script, env)  # byte-code caches and the ahead-of-time module exist before timing
+        results = {name: [] for name in scripts}
+        for _ in range(runs):
+            for name, script in scripts.items():
+                results[name].append(_run(script, env))
+        assert len({r[0]["tokens"] for r in results.values()}) == 1
+        medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in results.items()}
+        for name, seconds in medians.items():
+            print(f"  {name:10s} {seconds * 1e3:8.1f}")
+        print(f"  ours {medians['tiktoken'] / medians['ours']:.2f}x faster than tiktoken from process start")
+
+
+# ----------------------------------------------------------------------------- 4. stages
+def table_stages(vocabs: list[str], rounds: int) -> None:
+    """Where our time goes, per kind of text. Each step has its own pipeline (so its own piece
+    cache, warmed on the warm-up documents) and sees every measured document once per round;
+    the steps take turns per document in a rotating order. Best of the rounds."""
+    import numpy as np
+
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, probe_stages
+    from bpebench.benchmarks import protocol
+
+    print("\n4. stages of ours on unseen text, one thread: ms per MB (best of the rounds; the kernel steps"
+          " through numba's JIT; Python = the whole encode_ordinary less the kernel and the ids)")
+    kernel = _DirectCall(encode_utf8)
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        print(f"  {vocab_name}: {'kind':13s} {'classify':>9s} {'split':>9s} {'lookup':>9s} {'BPE':>9s} {'ids out':>9s}"
+              f" {'Python':>9s} {'total':>9s}   piece cache")
+        for kind in protocol.KINDS:
+            text_stream = protocol.stream(kind)
+            n_mb = sum(len(d.encode()) for d in text_stream.measured) / 1e6
+            best: dict[str, float] = {}
+            for _ in range(rounds):
+                probe = FusedPipeline(vocab, piece_cache_slots=0)
+                fused = FusedPipeline(vocab)  # a new piece cache every round: the text is unseen again
+                whole = Tokenizer(vocab)
+                whole._fused = FusedPipeline(vocab)
+                out = np.empty(max(len(d.encode()) for d in text_stream.measured) + 1, dtype=np.int32)
+                spent = dict.fromkeys(["classify", "split", "lookup", "kernel", "ids out", "total"], 0.0)
+
+                def run_kernel(doc: str) -> None:
+                    arr = np.frombuffer(doc.encode(), dtype=np.uint8)
+                    start = protocol.clock()
+                    n = kernel(fused.plan, arr, out, fused.thread_cache())
+                    middle = protocol.clock()
+                    fused.id_list(out[:n])
+                    spent["kernel"] += middle - start
+                    spent["ids out"] += protocol.clock() - middle
+
+                def timed(name, fn):
+                    def call(doc: str) -> None:
+                        arr = np.frombuffer(doc.encode(), dtype=np.uint8)
+                        start = protocol.clock()
+                        fn(arr)
+                        spent[name] += protocol.clock() - start
+                    return call
+
+                steps = [timed("classify", lambda a: probe_stages(probe.plan, a, 0)),
+                         timed("split", lambda a: probe_stages(probe.plan, a, 1)),
+                         timed("lookup", lambda a: probe_stages(probe.plan, a, 2)),
+                         run_kernel]
+
+                def total(doc: str) -> None:
+                    start = protocol.clock()
+                    whole.encode_ordinary(doc)
+                    spent["total"] += protocol.clock() - start
+
+                steps.append(total)
+                for doc in text_stream.warm:
+                    run_kernel(doc)
+                    whole.encode_ordinary(doc)
+                spent = dict.fromkeys(spent, 0.0)
+                stats_before = whole.piece_cache_stats()
+                for i, doc in enumerate(text_stream.measured):
+                    for k in range(len(steps)):
+                        steps[(i + k) % len(steps)](doc)
+                best = {k: min(best.get(k, float("inf")), v) for k, v in spent.items()}
+            after = whole.piece_cache_stats()
+            hits, misses = after["hits"] - stats_before["hits"], after["misses"] - stats_before["misses"]
+            ms = {k: v * 1e3 / n_mb for k, v in best.items()}
+            row = [ms["classify"], ms["split"] - ms["classify"], ms["lookup"] - ms["split"], ms["kernel"] - ms["lookup"],
+                   ms["ids out"], ms["total"] - ms["kernel"] - ms["ids out"], ms["total"]]
+            print(f"  {'':{len(vocab_name) + 1}s} {kind:13s} " + " ".join(f"{v:9.2f}" for v in row)
+                  + f"   {hits / max(hits + misses, 1):.0%} of {hits + misses:,} multi-token pieces hit,"
+                    f" {after['filled']:,}/{after['slots']:,} rows, {after['bytes'] / 2**20:.1f} MiB")
+
+
 # ----------------------------------------------------------------------------- 5. repeat
 def table_repeat(rounds: int, hf: bool) -> None:
     print("\n5. REPEAT (best of N on one text: rewards caches), encode_ordinary, MB/s; ratio = peer time / ours")
@@ -439,6 +638,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocabs", default=",".join(VOCABS), help="vocabularies of the unseen table")
     parser.add_argument("--peers", default=None, help="peers of the unseen table (default: every installed one)")
     parser.add_argument("--cpu", type=int, default=None, help="the CPU one-thread runs are pinned to (default: the last)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default=None,
+                        help="wall time (default) or the process's CPU time, for a machine shared with busy"
+                             " neighbours (sets BPEBENCH_BENCH_CLOCK, which child processes inherit)")
     parser.add_argument("--child-unseen", nargs=2, metavar=("VOCAB", "PEER"), help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
     parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
@@ -446,6 +648,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--back-to-back", action="store_true",
                         help="time each implementation's rounds consecutively (warm caches) instead of interleaved")
     args = parser.parse_args(argv)
+    if args.clock:
+        os.environ["BPEBENCH_BENCH_CLOCK"] = args.clock
+        from bpebench.benchmarks import protocol
+
+        protocol.clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.child_unseen:
         print(json.dumps(unseen_child(*args.child_unseen, args.cpu)))
         return
@@ -453,11 +660,18 @@ def main(argv: list[str] | None = None) -> None:
     vocabs = args.vocabs.split(",")
     global BACK_TO_BACK
     BACK_TO_BACK = args.back_to_back
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average "
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, clock {os.environ.get('BPEBENCH_BENCH_CLOCK', 'wall')},"
+          f" load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; rounds "
           + ("back to back (each implementation's calls in a row)" if BACK_TO_BACK else "interleaved"))
     if "unseen" in only:
         table_unseen(vocabs, set(args.peers.split(",")) if args.peers else None, args.hf, args.cpu)
+    if "allcore" in only:
+        table_allcore(vocabs, args.repeat)
+    if "cold" in only:
+        table_cold(args.load_runs)
+    if "stages" in only:
+        table_stages(vocabs, args.repeat)
     if "repeat" in only:
         table_repeat(args.repeat, args.hf)
     if "worst" in only:

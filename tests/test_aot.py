@@ -288,7 +288,7 @@ def test_damaged_module_is_replaced_by_a_build(aot_module, pipelines, tmp_path, 
     fp = pipelines["o200k_base"]
     module = aot.load(fp.plan)
     assert module is not None and module.directory == target and len(builds) == 1
-    encode, _ = module.entry_points(fp.plan)
+    encode, _, _ = module.entry_points(fp.plan)
     out = np.empty(11, dtype=np.int32)
     assert encode(fp.plan, np.frombuffer(b"hello world", dtype=np.uint8), out, CACHE) == 2
     assert out[:2].tolist() == [24912, 2375]

@@ -144,7 +144,7 @@ def test_pretokenizer_switch():
     assert not Tokenizer(vocab, pretokenizer="regex").fused
     assert not Tokenizer(vocab, algorithm="heap").fused  # other encoders stay measurable
     assert not Tokenizer(load_vocabulary("mistral_v1")).fused
-    assert "pattern" in unsupported_reason(load_vocabulary("mistral_v1"))
+    assert "hidden helper tokens" in unsupported_reason(load_vocabulary("mistral_v1"))
     with pytest.raises(BpebenchError, match="no compiled pre-tokenizer"):
         Tokenizer(load_vocabulary("mistral_v1"), pretokenizer="compiled")
 
@@ -518,3 +518,49 @@ def test_thread_count_from_the_environment(monkeypatch):
         thread_count()
     with pytest.raises(BpebenchError):
         thread_count(0)
+
+
+# ============================================================================= any pattern
+CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
+
+
+@pytest.mark.parametrize("pattern", [CUSTOM_PATTERN, None])
+def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern):
+    """regex splits (the reference itself), the compiled stage encodes: tiktoken's ids for the
+    same ranks and pattern, and the reference's."""
+    tiktoken = pytest.importorskip("tiktoken")
+    base = load_vocabulary("cl100k_base")
+    vocab = Vocabulary.from_ranks(list(base.tokens), name="cl100k-custom", pattern=pattern)
+    tok = Tokenizer(vocab)
+    assert tok.fused and tok._fused.splitter is not None
+    reference = Tokenizer(vocab, algorithm="naive")
+    text = corpora.get("prose-en", size=20_000) + corpora.get("udhr-all", size=6_000)
+    if pattern is None:
+        text = text[:3000]  # the whole text is one piece: keep the naive reference quick
+    ids = tok.encode_ordinary(text)
+    assert ids == reference.encode_ordinary(text)
+    assert tok.encode_ordinary_batch([text[:500], "", text[500:900]]) == [
+        reference.encode_ordinary(t) for t in (text[:500], "", text[500:900])]
+    assert tok.encode_to_numpy(text).tolist() == ids
+    if pattern is not None:
+        enc = tiktoken.Encoding("custom", pat_str=pattern, mergeable_ranks={t: i for i, t in enumerate(base.tokens)},
+                                special_tokens={})
+        assert ids == enc.encode_ordinary(text)
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=texts)
+def test_regex_split_fused_pipeline_equals_the_reference_on_drawn_text(text):
+    vocab = _custom_vocabulary()
+    assert Tokenizer(vocab).encode_ordinary(text) == Tokenizer(vocab, algorithm="naive").encode_ordinary(text)
+
+
+def _custom_vocabulary():
+    found = _CUSTOM.get("vocab")
+    if found is None:
+        found = _CUSTOM["vocab"] = Vocabulary.from_ranks(list(load_vocabulary("o200k_base").tokens),
+                                                         name="o200k-custom", pattern=CUSTOM_PATTERN)
+    return found
+
+
+_CUSTOM: dict = {}

@@ -68,7 +68,7 @@ MODULE_NAME = "_bpebench_fused_aot"
 #: the helper extension built beside it from ``ID_LISTS_SOURCE``
 ID_LISTS_MODULE = "_bpebench_ids"
 ID_LISTS_SOURCE = "id_lists.c"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _OFF = {"0", "off", "no", "false"}
 #: builds kept in the ``aot`` directory (other checkouts or versions may use the older ones)
 _KEEP = 4
@@ -269,15 +269,17 @@ class AotModule:
         self.id_lists = id_lists
 
     def entry_points(self, plan):
-        """``(encode_utf8, encode_utf8_batch)`` bound to ``plan``, called like the numba kernels:
-        ``encode_utf8(plan, data, out, cache)``,
-        ``encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache)``.
+        """``(encode_utf8, encode_utf8_batch, encode_pieces)`` bound to ``plan``, called like the numba
+        kernels: ``encode_utf8(plan, data, out, cache)``,
+        ``encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache)``,
+        ``encode_pieces(plan, data, piece_ends, out, cache)``.
 
         The plan's leaves are checked once (and again if another plan is passed), the
         other arrays on every call (about 0.2 us). Raises AotError if the plan does not
         match the compiled types."""
         return (_encode_entry(self.module.encode_utf8, self.manifest["plan"], plan),
-                _batch_entry(self.module.encode_utf8_batch, self.manifest["plan"], plan))
+                _batch_entry(self.module.encode_utf8_batch, self.manifest["plan"], plan),
+                _pieces_entry(self.module.encode_pieces, self.manifest["plan"], plan))
 
 
 _U8, _I32, _I64 = np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
@@ -329,6 +331,24 @@ def _batch_entry(function, description: dict, plan):
         return bound(data, text_offsets, out, out_offsets, cache)
 
     return encode_utf8_batch
+
+
+def _pieces_entry(function, description: dict, plan):
+    state, rebind = _binder(function, description, plan)
+
+    def encode_pieces(plan, data, piece_ends, out, cache):
+        bound = state[1] if plan is state[0] else rebind(plan)
+        _check_vector("data", data, _U8, 0)
+        _check_vector("out", out, _I32, len(data), writable=True)
+        _check_vector("piece_ends", piece_ends, _I64, 0)
+        if len(piece_ends) and (piece_ends[-1] != len(data) or (len(piece_ends) > 1 and (piece_ends[1:] <= piece_ends[:-1]).any())
+                                or piece_ends[0] <= 0):
+            raise ValueError("piece_ends must increase from above 0 to len(data)")
+        if cache is not _last_cache[0]:
+            _check_cache(cache)
+        return bound(data, piece_ends, out, cache)
+
+    return encode_pieces
 
 
 #: the last piece cache that passed ``_check_cache`` (its shape and flags cannot change afterwards)

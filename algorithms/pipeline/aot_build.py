@@ -70,6 +70,7 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         cc.export("encode_utf8", types.int64(*leaf_types, data, ids, cache))(exports["encode_utf8"])
         cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
+        cc.export("encode_pieces", types.int64(*leaf_types, data, offsets, ids, cache))(exports["encode_pieces"])
         cc.compile()
         cpu = llvm.get_host_cpu_name()
         id_lists = _compile_id_lists(out_dir)
@@ -136,7 +137,8 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     import importlib
 
     namespace: dict = {"__name__": f"{__name__}_exports",
-                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch}
+                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
+                       "_encode_pieces": fast_pipeline.encode_pieces}
     names = {leaf["path"]: f"a{i}" for i, leaf in enumerate(description["leaves"])}
     classes = {}
     for i, (prefix, spec) in enumerate(description["records"].items()):
@@ -158,9 +160,11 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     source = (f"def encode_utf8({params}, data, out, cache):\n"
               f"    return _encode_utf8({plan}, data, out, cache)\n\n"
               f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets, cache):\n"
-              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n")
+              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n\n"
+              f"def encode_pieces({params}, data, piece_ends, out, cache):\n"
+              f"    return _encode_pieces({plan}, data, piece_ends, out, cache)\n")
     exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
-    return {"encode_utf8": namespace["encode_utf8"], "encode_utf8_batch": namespace["encode_utf8_batch"]}
+    return {name: namespace[name] for name in ("encode_utf8", "encode_utf8_batch", "encode_pieces")}
 
 
 def example_plan():

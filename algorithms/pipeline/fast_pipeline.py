@@ -264,16 +264,30 @@ def _cache_put(cache, slot, w0, w1, w2, length, out, first, count):
     cache[slot, 3] = length | (count << 8)
 
 
+@njit(cache=True, inline="always")
+def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
+               data, piece_start, piece_end, dead, parts, ranks, out, n_out):
+    """Append the ids of a piece that is not one token: the merge loop up to ``short_limit``
+    bytes, backtracking (linear) beyond."""
+    if piece_end - piece_start <= short_limit:
+        return merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+                                 token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
+    return backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+
+
 @njit(cache=True, _nrt=False)
-def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_out, cache):
-    """Pre-tokenize ``data[start:end]`` (whole characters; ``cls`` their class words) and
-    append the ids of every piece. ``parts`` and ``ranks`` are the merge loop's scratch
-    (``short_limit`` slots).
+def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ranks, out, n_out, cache):
+    """Append the ids of every piece of ``data[start:end]``. The pieces come from the compiled
+    pre-tokenizer over ``cls`` (the class words of those whole characters), or, when
+    ``piece_ends`` is not empty, they end at ``start + piece_ends[i]`` (a split made
+    elsewhere, e.g. by ``regex`` for a pattern with no compiled pre-tokenizer).
+    ``parts`` and ``ranks`` are the merge loop's scratch (``short_limit`` slots).
 
     Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
     with it, every inlined helper and every call that takes an array paid an atomic
     increment and decrement per piece (5% of the time on English prose)."""
     n_chars = cls.shape[0]
+    n_given = piece_ends.shape[0]
     ascii_only = n_chars == end - start  # then a piece's bytes are its characters
     # every array the loop reads, taken out of the Plan once: reading a NamedTuple field
     # inside the loop costs a reference-count increment and decrement (NRT calls) per piece
@@ -294,15 +308,25 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
     hits = 0
     lookups = 0
     char = 0
+    given = 0
     piece_start = start
-    while char < n_chars:
-        piece_end_char = next_piece_end(cls, char, pattern_id)
-        if ascii_only:
-            piece_end = piece_start + (piece_end_char - char)
+    while True:
+        if n_given > 0:
+            if given >= n_given:
+                break
+            piece_end = start + piece_ends[given]
+            given += 1
         else:
-            piece_end = piece_start
-            for k in range(char, piece_end_char):
-                piece_end += char_nbytes(cls[k])
+            if char >= n_chars:
+                break
+            piece_end_char = next_piece_end(cls, char, pattern_id)
+            if ascii_only:
+                piece_end = piece_start + (piece_end_char - char)
+            else:
+                piece_end = piece_start
+                for k in range(char, piece_end_char):
+                    piece_end += char_nbytes(cls[k])
+            char = piece_end_char
         length = piece_end - piece_start
         token = -1
         if whole_piece:
@@ -324,19 +348,17 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
                 n_out += count
             else:
                 first = n_out
-                if length <= short_limit:
-                    n_out = merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
-                                              token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
-                else:
-                    n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+                n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank,
+                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, out,
+                                   n_out)
                 if n_out - first <= CACHE_MAX_IDS:
                     _cache_put(cache, cache_slot, w0, w1, w2, length, out, first, n_out - first)
-        elif piece_end - piece_start > _MEMO_MAX_PIECE:
+        elif length > _MEMO_MAX_PIECE:
             # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
             n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
         else:
-            # a piece of several tokens: natural text repeats them (64-70% of such pieces in
-            # English prose and code), and a repeat costs a hash and a copy instead of BPE
+            # without the piece cache (or longer than its keys): the call's memo, which points
+            # at the piece's earlier bytes and ids in ``data`` and ``out``
             key = np.int64(fnv1a(data, piece_start, piece_end))
             slot = (key ^ (key >> 29)) & memo_mask
             seen_at, count = _memo_find(memo, slot, key, data, piece_start, piece_end)
@@ -346,17 +368,14 @@ def _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_o
                 n_out += count
             else:
                 first = n_out
-                if piece_end - piece_start <= short_limit:
-                    n_out = merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
-                                              token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
-                else:
-                    n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+                n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank,
+                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, out,
+                                   n_out)
                 memo[slot, 0] = key
                 memo[slot, 1] = piece_start
                 memo[slot, 2] = first
-                memo[slot, 3] = (np.int64(piece_end - piece_start) << 32) | (n_out - first)
+                memo[slot, 3] = (np.int64(length) << 32) | (n_out - first)
         piece_start = piece_end
-        char = piece_end_char
     if cache_slots > 0:
         cache[cache_slots, CACHE_HITS] += hits
         cache[cache_slots, CACHE_MISSES] += lookups - hits
@@ -378,8 +397,25 @@ def encode_utf8(plan, data, out, cache):
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     cls = utf8_class_words(data, plan.stage1, plan.stage2)
     parts, ranks = _merge_scratch(plan)
-    return _encode_text(plan, data, 0, data.shape[0], cls, dead, _new_memo(data.shape[0]), parts, ranks, out, 0,
-                        cache)
+    return _encode_text(plan, data, 0, data.shape[0], cls, _NO_PIECE_ENDS, dead, _new_memo(data.shape[0]), parts,
+                        ranks, out, 0, cache)
+
+
+#: ``piece_ends`` of ``_encode_text`` when the compiled pre-tokenizer finds the pieces
+_NO_PIECE_ENDS = np.zeros(0, dtype=np.int64)
+_NO_CLASSES = np.zeros(0, dtype=np.uint16)
+
+
+@njit(cache=True, nogil=True)
+def encode_pieces(plan, data, piece_ends, out, cache):
+    """Encode the pieces ``data[piece_ends[i-1]:piece_ends[i]]`` (``piece_ends`` increasing, the
+    last one ``len(data)``) into ``out``: the fused BPE stage behind any pre-tokenizer."""
+    dead = np.empty(data.shape[0] + 1, dtype=np.uint8)
+    parts, ranks = _merge_scratch(plan)
+    if piece_ends.shape[0] == 0:
+        return np.int64(0)
+    return _encode_text(plan, data, 0, data.shape[0], _NO_CLASSES, piece_ends, dead, _new_memo(data.shape[0]),
+                        parts, ranks, out, 0, cache)
 
 
 @njit(cache=True, nogil=True)
@@ -394,9 +430,48 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     for i in range(text_offsets.shape[0] - 1):
         start, end = text_offsets[i], text_offsets[i + 1]
         cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-        n_out = _encode_text(plan, data, start, end, cls, dead, memo, parts, ranks, out, n_out, cache)
+        n_out = _encode_text(plan, data, start, end, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, out, n_out, cache)
         out_offsets[i + 1] = n_out
     return n_out
+
+
+# ----------------------------------------------------------------------------- stage probe
+@njit(cache=True)
+def probe_stages(plan, data, stop):
+    """What the first stages of ``encode_utf8`` cost, for the benchmark's stage table (JIT only):
+    ``stop`` 0 decodes and classifies the text, 1 also finds every piece, 2 also looks every
+    piece up as one whole token (multi-token pieces are left unencoded). Returns a checksum
+    so that no stage is optimised away."""
+    cls = utf8_class_words(data, plan.stage1, plan.stage2)
+    if stop == 0:
+        return np.int64(cls.shape[0])
+    matcher = plan.matcher
+    return _probe_pieces(cls, data, plan.pattern_id, plan.short_tokens, plan.medium_tokens, matcher.forward,
+                         matcher.two_byte_start, stop)
+
+
+@njit(cache=True, _nrt=False)
+def _probe_pieces(cls, data, pattern_id, short_tokens, medium_tokens, forward, two_byte_start, stop):
+    n_chars = cls.shape[0]
+    ascii_only = n_chars == data.shape[0]
+    total = np.int64(0)
+    char = 0
+    piece_start = 0
+    while char < n_chars:
+        piece_end_char = next_piece_end(cls, char, pattern_id)
+        if ascii_only:
+            piece_end = piece_start + (piece_end_char - char)
+        else:
+            piece_end = piece_start
+            for k in range(char, piece_end_char):
+                piece_end += char_nbytes(cls[k])
+        if stop >= 2:
+            total += _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
+        else:
+            total += piece_end
+        piece_start = piece_end
+        char = piece_end_char
+    return total
 
 
 # ----------------------------------------------------------------------------- Python front end
@@ -415,9 +490,8 @@ def supported_pattern(vocab) -> str | None:
 
 
 def unsupported_reason(vocab) -> str | None:
-    """Why the fused pipeline cannot encode ``vocab`` (None when it can)."""
-    if supported_pattern(vocab) is None:
-        return f"pattern {vocab.pattern!r} has no compiled pre-tokenizer"
+    """Why the fused pipeline cannot encode ``vocab`` (None when it can). A pattern with no
+    compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
     return rank_order_break(vocab)
@@ -471,7 +545,15 @@ class FusedPipeline:
         short_limit = self.SHORT_PIECE
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit = np.full(1, -1, dtype=np.int32), 0
-        self.plan = Plan(matcher, PATTERN_IDS[supported_pattern(vocabulary)],
+        compiled_name = supported_pattern(vocabulary)
+        # a pattern with no compiled pre-tokenizer is split by ``regex`` (the reference), and the
+        # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
+        self.splitter = None
+        if compiled_name is None:
+            from .pretokenize import RegexPretokenizer, WholeText
+
+            self.splitter = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
+        self.plan = Plan(matcher, PATTERN_IDS.get(compiled_name, -1),
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit)
@@ -485,12 +567,35 @@ class FusedPipeline:
         self._id_lists = None  # the ahead-of-time helper module that builds id lists in C
         self._encode = _DirectCall(encode_utf8)
         self._encode_batch = _DirectCall(encode_utf8_batch)
+        self._encode_pieces = _DirectCall(encode_pieces)
         # the ahead-of-time compiled entry points when available (``algorithms/pipeline/aot.py``): no numba import
         aot_calls = _aot.entry_points(self.plan)
         self.aot = aot_calls is not None
         if aot_calls is not None:
-            self._encode, self._encode_batch = aot_calls
+            self._encode, self._encode_batch, self._encode_pieces = aot_calls
             self._id_lists = _aot.id_lists()
+        if self.splitter is not None:
+            self._encode = self._split_and_encode
+            self._encode_batch = self._split_and_encode_batch
+
+    def _split_and_encode(self, plan, arr, out, cache) -> int:
+        """``encode_utf8`` for a pattern with no compiled pre-tokenizer: ``regex`` splits, the
+        compiled stage encodes the pieces."""
+        pieces = [p.encode("utf-8") for p in self.splitter.split(arr.tobytes().decode("utf-8"))]
+        if not pieces:
+            return 0
+        ends = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)).cumsum()
+        joined = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        return self._encode_pieces(plan, joined, ends, out, cache)
+
+    def _split_and_encode_batch(self, plan, arr, text_offsets, out, out_offsets, cache) -> int:
+        n = 0
+        out_offsets[0] = 0
+        for i in range(len(text_offsets) - 1):
+            start, end = int(text_offsets[i]), int(text_offsets[i + 1])
+            n += self._split_and_encode(plan, arr[start:end], out[n:], cache)
+            out_offsets[i + 1] = n
+        return n
 
     def _check(self, data: np.ndarray) -> None:
         if not self._all_bytes_are_tokens:

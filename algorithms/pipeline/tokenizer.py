@@ -13,11 +13,11 @@ tiktoken's (tiktoken vocabularies), HF's (``tokenizer.json``) or sentencepiece's
 
 Two ways through the middle, with identical ids:
 
-* the fused pipeline (:mod:`bpebench.algorithms.pipeline.fast_pipeline`): when the vocabulary's
-  pattern has a compiled pre-tokenizer and the encoder is ``backtracking`` (the
-  default), a whole text, or a whole batch, is split and encoded in one numba
-  call (``fused`` is True). Texts holding lone surrogates (which UTF-8 cannot
-  carry) take the reference path below, split by the compiled pre-tokenizer;
+* the fused pipeline (:mod:`bpebench.algorithms.pipeline.fast_pipeline`): when the encoder is
+  ``backtracking`` (the default), a whole text, or a whole batch, is split and encoded in
+  one compiled call (``fused`` is True); a pattern with no compiled pre-tokenizer is split
+  by ``regex`` and its pieces go through the same compiled BPE stage. Texts holding lone
+  surrogates (which UTF-8 cannot carry) take the reference path below;
 * the reference path: the pre-tokenizer's ``split`` gives ``str`` pieces, the
   encoder encodes them. Every other encoder uses it with ``regex.findall`` (so a
   ``naive`` Tokenizer shares no code with the fused one); ``pretokenizer="regex"``
@@ -103,11 +103,14 @@ class Tokenizer:
                 f"{vocabulary.name}: pattern {vocabulary.pattern!r} has no compiled pre-tokenizer;"
                 " use pretokenizer='regex'"
             )
+        # the fused pipeline behind ``regex``: the default for a pattern with no compiled pre-tokenizer
+        regex_fused = False
         if pretokenizer is None:
             # the compiled pre-tokenizer only where it is fused; elsewhere regex stays the
             # reference, so that e.g. a ``naive`` Tokenizer is an oracle independent of it
-            fusable = compiled_name is not None and self._encoder_is_fusable()
-            pretokenizer = "compiled" if fusable and unsupported_reason(vocabulary) is None else "regex"
+            fusable = self._encoder_is_fusable() and unsupported_reason(vocabulary) is None
+            pretokenizer = "compiled" if fusable and compiled_name is not None else "regex"
+            regex_fused = fusable and compiled_name is None
         if pretokenizer == "compiled":
             from .pretokenize_compiled import CompiledPretokenizer
 
@@ -116,7 +119,7 @@ class Tokenizer:
             pretokenizer = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
         self.pretokenizer = pretokenizer
         self._fused = None
-        if type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable():
+        if regex_fused or (type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable()):
             if unsupported_reason(vocabulary) is None:
                 from .fast_pipeline import fused_pipeline
 
