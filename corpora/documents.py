@@ -37,31 +37,12 @@ FAKER_LOCALES = ("en_US", "de_DE", "fr_FR", "es_ES", "ru_RU", "el_GR", "ar_AA", 
     description="English prose: the docstrings of the running interpreter's standard library (modules,"
     " classes, functions; sorted file order), separated by blank lines.",
     category="natural",
+    version=2,
 )
 def prose_docstrings(*, size: int | None = 1_400_000) -> str:
-    import ast
-    import warnings
+    from bpebench.algorithms.pipeline.pretokenize_compiled import stdlib_prose
 
-    from .code import stdlib_files
-
-    docs: list[str] = []
-    total = 0
-    for path in stdlib_files():
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escapes in old stdlib files
-                tree = ast.parse(path.read_bytes())
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc:
-                    docs.append(doc)
-                    total += len(doc.encode("utf-8")) + 2
-        if size is not None and total >= size:
-            break
-    return clip_utf8("\n\n".join(docs), size)
+    return stdlib_prose(size if size is not None else 1 << 40)
 
 
 def c_files() -> list[Path]:

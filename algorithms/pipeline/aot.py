@@ -120,13 +120,14 @@ def build_key() -> str:
 def _key_parts() -> dict:
     import platform
 
+    from ..cache.digests import file_digest
     from ..kernels.jit import ALGORITHMS_ROOT
 
     root = Path(ALGORITHMS_ROOT)
     sources = {}
     for name in sorted(KEY_SOURCES):
         try:
-            sources[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()
+            sources[name] = file_digest(root / name)
         except OSError:
             sources[name] = None
     return {
@@ -462,12 +463,15 @@ def verify_dir(directory: Path) -> tuple[dict, Path]:
 
 def _verified_file(directory: Path, record: dict, what: str) -> Path:
     """``directory / record["file"]`` if its size and sha256 are the recorded ones."""
+    from ..cache.digests import file_digest
+
     path = directory / str(record.get("file", ""))
     try:
-        data = path.read_bytes()
+        size = path.stat().st_size
+        digest = file_digest(path)  # remembered by stat, as git's index does: no re-read per process
     except OSError as exc:
         raise AotError(f"{what} file unreadable: {exc}") from None
-    if len(data) != record.get("size") or hashlib.sha256(data).hexdigest() != record.get("sha256"):
+    if size != record.get("size") or digest != record.get("sha256"):
         raise AotError(f"{what} file damaged (size or sha256 differ)")
     return path
 

@@ -28,8 +28,26 @@ Whole-piece lookup (tiktoken's "a piece that is a token is emitted as is") only
 differs from BPE for tokens BPE cannot produce; when the vocabulary has such
 tokens every piece is first looked up in the bytes table.
 
-The piece memo is a small hash table (16 to 4096 slots, at most 128 kB) that lives
-for one call (one text, or one whole batch). It remembers where a multi-token piece
+The piece cache (``new_piece_cache``) keeps, across calls, the ids of multi-token pieces
+of up to 24 bytes and 8 ids: a direct-mapped table of 64-byte rows (the piece's bytes as
+three words, its length and count, its ids), one per thread (the kernel writes it, so no
+two threads share one), 16,384 rows (1 MiB) by default. A row is used only when every key
+word and the length match, so a hit is the piece's own encoding (BPE of a piece depends on
+its bytes alone): exact by construction, and a collision only replaces a row. On unseen
+text (warm-up on 200 kB of the same kind) 54% of prose's, 79% of C code's and 84% of
+multilingual text's multi-token pieces hit; measured against no cache with the process's
+CPU time, interleaved, median of 5: 1.04x prose, 1.11x code, 1.32x multilingual (o200k).
+Probing it before the whole-token tables (caching one-token pieces too) was slower on
+prose (0.84x): those tables already answer in one probe.
+
+A vocabulary whose pattern has no compiled pre-tokenizer is split by ``regex`` (the
+reference itself) and the pieces go through the same compiled stage (``encode_pieces``).
+The entry points release the GIL (``nogil``; the ahead-of-time module is built that way),
+so threads encode in parallel (:mod:`bpebench.algorithms.pipeline.parallel`).
+
+Without the piece cache, and for pieces longer than its keys, the piece memo is a small
+hash table (16 to 4096 slots, at most 128 kB) that lives for one call (one text, or one
+whole batch). It remembers where a multi-token piece
 of at most 256 bytes has its bytes and ids (in ``data`` and in ``out``, which only
 grows during the call), so it holds no copies and can never return stale ids; a hit
 is verified by comparing bytes, then the ids are copied. English prose and code repeat 64-70% of
@@ -99,8 +117,9 @@ runs the same code as plain Python.
 
 numba API::
 
-    encode_utf8(plan, data, out) -> n_out
-    encode_utf8_batch(plan, data, text_offsets, out, out_offsets) -> n_out
+    encode_utf8(plan, data, out, cache) -> n_out
+    encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache) -> n_out
+    encode_pieces(plan, data, piece_ends, out, cache) -> n_out
 """
 
 from __future__ import annotations
@@ -537,10 +556,10 @@ class FusedPipeline:
         self.vocabulary = vocabulary
         tables = compile_vocabulary(vocabulary)
         stage1, stage2 = get_tables()
-        # whole-piece lookup differs from BPE only on tokens BPE cannot produce
-        whole_piece = bool(vocabulary.whole_piece_lookup and _has_unreachable(vocabulary, tables))
         matcher = build_matcher(vocabulary)
         short = short_piece_tables(vocabulary, tables, matcher)
+        # whole-piece lookup differs from BPE only on tokens BPE cannot produce
+        whole_piece = bool(vocabulary.whole_piece_lookup and short["unreachable"][0])
         merges_by_rank = short["token_of_rank"]
         short_limit = self.SHORT_PIECE
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
@@ -754,14 +773,6 @@ class _DirectCall:
             if compiled is not None:
                 self.entries[data.flags.writeable] = compiled.entry_point
         return result
-
-
-def _has_unreachable(vocabulary, tables) -> bool:
-    from ..kernels.compiled import NEVER
-
-    usable = np.ones(len(tables.priority), dtype=bool)
-    usable[list(vocabulary.excluded)] = False
-    return bool(((tables.priority >= NEVER) & (tables.token_len > 1) & usable).any())
 
 
 def fused_pipeline(vocabulary, piece_cache_slots: int | None = None) -> FusedPipeline:
