@@ -284,6 +284,18 @@ def _cache_put(cache, slot, w0, w1, w2, length, out, first, count):
 
 
 @njit(cache=True, inline="always")
+def _next_piece(cls, char, piece_start, pattern_id, ascii_only):
+    """(end byte, end character) of the piece that starts at character ``char`` = byte ``piece_start``."""
+    piece_end_char = next_piece_end(cls, char, pattern_id)
+    if ascii_only:  # one byte per character
+        return piece_start + (piece_end_char - char), piece_end_char
+    piece_end = piece_start
+    for k in range(char, piece_end_char):
+        piece_end += char_nbytes(cls[k])
+    return piece_end, piece_end_char
+
+
+@njit(cache=True, inline="always")
 def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
                data, piece_start, piece_end, dead, parts, ranks, out, n_out):
     """Append the ids of a piece that is not one token: the merge loop up to ``short_limit``
@@ -338,14 +350,7 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
         else:
             if char >= n_chars:
                 break
-            piece_end_char = next_piece_end(cls, char, pattern_id)
-            if ascii_only:
-                piece_end = piece_start + (piece_end_char - char)
-            else:
-                piece_end = piece_start
-                for k in range(char, piece_end_char):
-                    piece_end += char_nbytes(cls[k])
-            char = piece_end_char
+            piece_end, char = _next_piece(cls, char, piece_start, pattern_id, ascii_only)
         length = piece_end - piece_start
         token = -1
         if whole_piece:
@@ -477,19 +482,12 @@ def _probe_pieces(cls, data, pattern_id, short_tokens, medium_tokens, forward, t
     char = 0
     piece_start = 0
     while char < n_chars:
-        piece_end_char = next_piece_end(cls, char, pattern_id)
-        if ascii_only:
-            piece_end = piece_start + (piece_end_char - char)
-        else:
-            piece_end = piece_start
-            for k in range(char, piece_end_char):
-                piece_end += char_nbytes(cls[k])
+        piece_end, char = _next_piece(cls, char, piece_start, pattern_id, ascii_only)
         if stop >= 2:
             total += _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
         else:
             total += piece_end
         piece_start = piece_end
-        char = piece_end_char
     return total
 
 
