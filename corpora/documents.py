@@ -42,7 +42,7 @@ FAKER_LOCALES = ("en_US", "de_DE", "fr_FR", "es_ES", "ru_RU", "el_GR", "ar_AA", 
 def prose_docstrings(*, size: int | None = 1_400_000) -> str:
     from bpebench.algorithms.pipeline.pretokenize_compiled import stdlib_prose
 
-    return stdlib_prose(size if size is not None else 1 << 40)
+    return stdlib_prose(size if size is not None else 1 << 40).decode("utf-8")
 
 
 def c_files() -> list[Path]:
