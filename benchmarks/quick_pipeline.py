@@ -11,8 +11,10 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    and then encodes 1.1 MB of new documents of that kind once each, taking turns document by
    document. MB/s of ours is the median over those processes; the ratio ours / peer is
    taken inside each process. Kinds: English prose (stdlib docstrings), C code, faker text
-   in 12 languages. Ours is timed as ``encode_ordinary`` (lists), ``encode_to_numpy`` (one
-   int array) and with its piece cache off. Peers that fail the exactness gate, or whose
+   in 12 languages. Ours is timed as ``encode_ordinary`` (lists) and ``encode_to_numpy`` (one
+   int array) against every peer, and with its piece cache off against tiktoken, each
+   variant in processes of its own (two of ours in one process would warm the shared
+   vocabulary tables for each other on every document). Peers that fail the exactness gate, or whose
    ids differ on a measured document, are listed apart, not ranked.
 2. ``allcore``: a batch of the measured documents of all three kinds (about 3.3 MB) through
    each library's batch API with all its threads (unpinned), after a warm-up batch; ours
@@ -20,7 +22,9 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
 3. ``cold``: first contact in a fresh process: imports, loading the vocabulary, building the
    tokenizer and encoding 100 kB of prose once (median of ``--load-runs``).
 4. ``stages``: where our time goes on each kind (pre-tokenizer, whole-piece lookup, BPE of
-   multi-token pieces, id output), and the piece cache's hit rate and memory.
+   multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
+   (not in the default set): the piece cache's sizes against none, in one process;
+   ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
 5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
    ``udhr-all``; interleaved rounds, or ``--back-to-back``): it rewards caches.
 6. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
@@ -140,27 +144,30 @@ def mb_per_s(n_bytes: int, seconds: float) -> str:
 SLOW_PEERS = {"hf-tokenizers"}
 
 
-def our_variants(vocab) -> dict:
-    """Our ways of encoding ordinary text: lists, one numpy array, and lists with the piece cache off."""
-    ours = Tokenizer(vocab)
-    assert ours.fused
-    variants = {"ours": ours.encode_ordinary}
-    if hasattr(ours, "encode_to_numpy"):
-        variants["ours encode_to_numpy"] = ours.encode_to_numpy
-    if hasattr(ours, "piece_cache_stats"):
-        uncached = Tokenizer(vocab, piece_cache=False)
-        variants["ours, piece cache off"] = uncached.encode_ordinary
-    return variants
+#: our ways of encoding ordinary text (each timed in processes of its own: two of ours in one
+#: process would warm the shared vocabulary tables for each other on every document)
+OUR_VARIANTS = ("ours", "ours encode_to_numpy", "ours, piece cache off")
+#: the variants timed against every peer; the others against tiktoken only
+MAIN_VARIANTS = ("ours", "ours encode_to_numpy")
 
 
-def unseen_child(vocab_name: str, peer_name: str, cpu: int | None) -> dict:
-    """In a fresh process: ours and one peer through the unseen protocol on every kind of text."""
+def our_variant(vocab, variant: str):
+    if variant == "ours, piece cache off":
+        tok = Tokenizer(vocab, piece_cache=False)
+    else:
+        tok = Tokenizer(vocab)
+    assert tok.fused
+    return tok.encode_to_numpy if variant == "ours encode_to_numpy" else tok.encode_ordinary
+
+
+def unseen_child(vocab_name: str, peer_name: str, variant: str, cpu: int | None) -> dict:
+    """In a fresh process: one of our variants and one peer through the unseen protocol on every kind."""
     from bpebench.algorithms.peers import make_peer
     from bpebench.benchmarks import protocol
 
     pinned = protocol.pin_to_one_cpu(cpu)
     vocab = load_vocabulary(vocab_name)
-    functions = our_variants(vocab)
+    functions = {variant: our_variant(vocab, variant)}
     peer = make_peer(peer_name, vocab)  # runs the exactness gate
     functions[peer_name] = peer.encode_ordinary_fn
     differs: dict[str, str] = {}
@@ -183,51 +190,58 @@ def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu:
     from bpebench.algorithms.peers import peer_status
     from bpebench.benchmarks import protocol
 
-    print("\n1. unseen text, one thread (each process pinned to one CPU): MB/s; ratio = peer time / ours"
-          " (above 1: we are faster)")
+    print("\n1. unseen text, one thread (a fresh process pinned to one CPU for each pair of one of ours and one"
+          " peer): MB/s; ratio = peer time / ours in that process (above 1: we are faster)")
     env = dict(os.environ, **protocol.ONE_THREAD_ENV)
+    kinds = list(protocol.KINDS)
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
         names = [name for name, ok, _ in peer_status(vocab) if ok and (hf or name not in SLOW_PEERS)
                  and name != "sentencepiece" and (peer_filter is None or name in peer_filter)]
-        runs = {}
-        for name in names:
-            args = [sys.executable, __file__, "--child-unseen", vocab_name, name]
-            if cpu is not None:
-                args += ["--cpu", str(cpu)]
-            done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
-            if done.returncode != 0:
-                print(f"  {name}: failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '?'}")
-                continue
-            runs[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        runs: dict[tuple[str, str], dict] = {}
+        for variant in OUR_VARIANTS:
+            for name in names if variant in MAIN_VARIANTS else [n for n in names if n == "tiktoken"][:1] or names[:1]:
+                args = [sys.executable, __file__, "--child-unseen", vocab_name, name, variant]
+                if cpu is not None:
+                    args += ["--cpu", str(cpu)]
+                done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
+                if done.returncode != 0:
+                    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
+                    print(f"  {variant} / {name}: failed: {last}")
+                    continue
+                runs[(variant, name)] = json.loads(done.stdout.strip().splitlines()[-1])
         if not runs:
             continue
-        kinds = list(protocol.KINDS)
         first = next(iter(runs.values()))
         sizes = ", ".join(f"{k} {first['bytes'][k] / 1e6:.2f} MB" for k in kinds)
         print(f"\n  {vocab_name} ({sizes}; pinned to CPU {first['pinned_cpu']})")
-        print(f"  {'encoder':34s} " + " ".join(f"{k:>14s}" for k in kinds) + "   ratios " + " ".join(f"{k[:5]:>6s}" for k in kinds))
-        our_names = [n for n in first["seconds"][kinds[0]] if n.startswith("ours")]
-        for ours in our_names:
-            speeds = [statistics.median(protocol.mb_per_s(r["bytes"][k], r["seconds"][k][ours]) for r in runs.values())
-                      for k in kinds]
-            print(f"  {ours + ' (median)':34s} " + " ".join(f"{v:14.1f}" for v in speeds))
+        print(f"  {'encoder':34s} " + " ".join(f"{k:>14s}" for k in kinds)
+              + "   ratios vs " + " / ".join(MAIN_VARIANTS) + ": " + " ".join(f"{k[:5]:>6s}" for k in kinds))
+        for variant in OUR_VARIANTS:
+            mine = [r for (v, _), r in runs.items() if v == variant]
+            if mine:
+                speeds = [statistics.median(protocol.mb_per_s(r["bytes"][k], r["seconds"][k][variant]) for r in mine)
+                          for k in kinds]
+                print(f"  {variant + f' (median of {len(mine)})':34s} " + " ".join(f"{v:14.1f}" for v in speeds))
         rows = []
-        for name, r in runs.items():
+        for name in names:
+            pair = [runs.get((v, name)) for v in MAIN_VARIANTS]
+            if pair[0] is None:
+                continue
+            r = pair[0]
             speeds = [protocol.mb_per_s(r["bytes"][k], r["seconds"][k][name]) for k in kinds]
-            ratios = [r["seconds"][k][name] / r["seconds"][k]["ours"] for k in kinds]
-            exact = r["gate"] and name not in r["differs"]
+            ratios = [" / ".join(f"{p['seconds'][k][name] / p['seconds'][k][v]:.2f}" for v, p in zip(MAIN_VARIANTS, pair)
+                                 if p is not None) for k in kinds]
+            exact = all(p["gate"] and name not in p["differs"] for p in pair if p is not None)
             rows.append((exact, -speeds[0], name, r, speeds, ratios))
         for exact, _, name, r, speeds, ratios in sorted(rows, key=lambda row: (not row[0], row[1])):
             label = f"{name} {r['version']}" + ("" if exact else " (NOT EXACT)")
-            print(f"  {label:34s} " + " ".join(f"{v:14.1f}" for v in speeds) + "          "
-                  + " ".join(f"{x:6.2f}" for x in ratios))
-        for name, r in runs.items():
-            if not r["gate"] or r["differs"]:
+            print(f"  {label:34s} " + " ".join(f"{v:14.1f}" for v in speeds) + "   " + "  ".join(ratios))
+        for (variant, name), r in runs.items():
+            if variant == MAIN_VARIANTS[0] and (not r["gate"] or name in r["differs"]):
                 print(f"    {name}: {r['note'] or ''} {r['differs'].get(name, '')}".rstrip())
-            for ours, why in r["differs"].items():
-                if ours.startswith("ours"):
-                    raise AssertionError(f"{ours} {why} (in the {name} process)")
+            if variant in r["differs"]:
+                raise AssertionError(f"{variant} {r['differs'][variant]} (in the {name} process)")
 
 
 # ----------------------------------------------------------------------------- 2. all cores
@@ -427,6 +441,56 @@ def table_stages(vocabs: list[str], rounds: int) -> None:
             print(f"  {'':{len(vocab_name) + 1}s} {kind:13s} " + " ".join(f"{v:9.2f}" for v in row)
                   + f"   {hits / max(hits + misses, 1):.0%} of {hits + misses:,} multi-token pieces hit,"
                     f" {after['filled']:,}/{after['slots']:,} rows, {after['bytes'] / 2**20:.1f} MiB")
+
+
+# ----------------------------------------------------------------------------- piece cache sizes, patterns
+def table_cache(vocabs: list[str], rounds: int) -> None:
+    """The piece cache against none, in one process pinned to one CPU: our Tokenizers only (each
+    first on a document equally often), fresh caches every round; median of the per-round ratios."""
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline
+    from bpebench.benchmarks import protocol
+
+    sizes = (0, 1 << 12, 1 << 13, 1 << 14)
+    print("\npiece cache: time without it / time with it (above 1: the cache helps), unseen text, one CPU,"
+          f" median of {rounds} rounds")
+    protocol.pin_to_one_cpu()
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        print(f"  {vocab_name}: {'kind':13s} " + " ".join(f"{f'{n} rows':>12s}" for n in sizes[1:]))
+        for kind in protocol.KINDS:
+            text_stream = protocol.stream(kind)
+            per_round = []
+            for _ in range(rounds):
+                functions = {}
+                for slots in sizes:
+                    tok = Tokenizer(vocab)
+                    tok._fused = FusedPipeline(vocab, piece_cache_slots=slots)  # a fresh cache
+                    functions[slots] = tok.encode_ordinary
+                per_round.append(protocol.time_unseen(functions, text_stream))
+            ratios = [statistics.median(r[0] / r[n] for r in per_round) for n in sizes[1:]]
+            print(f"  {'':{len(vocab_name) + 1}s} {kind:13s} " + " ".join(f"{x:12.2f}" for x in ratios))
+
+
+CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
+
+
+def table_patterns() -> None:
+    """o200k's ranks with a pattern that has no compiled pre-tokenizer, next to the built-in one."""
+    from bpebench.algorithms.formats.vocabulary import Vocabulary
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu()
+    base = load_vocabulary("o200k_base")
+    custom = Vocabulary.from_ranks(list(base.tokens), name="o200k-custom-pattern", pattern=CUSTOM_PATTERN)
+    functions = {"o200k, compiled pre-tokenizer": Tokenizer(base).encode_ordinary,
+                 "custom pattern: regex + compiled BPE": Tokenizer(custom).encode_ordinary,
+                 "custom pattern: reference path": Tokenizer(custom, pretokenizer="regex").encode_ordinary}
+    print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN} (unseen, one CPU, 400 kB per kind): MB/s")
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind, warm_bytes=100_000, measured_bytes=400_000)
+        seconds = protocol.time_unseen(functions, text_stream)
+        print(f"  {kind:13s} " + "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
+                                         for name, t in seconds.items()))
 
 
 # ----------------------------------------------------------------------------- 5. repeat
@@ -641,7 +705,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clock", choices=["wall", "cpu"], default=None,
                         help="wall time (default) or the process's CPU time, for a machine shared with busy"
                              " neighbours (sets BPEBENCH_BENCH_CLOCK, which child processes inherit)")
-    parser.add_argument("--child-unseen", nargs=2, metavar=("VOCAB", "PEER"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-unseen", nargs=3, metavar=("VOCAB", "PEER", "VARIANT"), help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
     parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
     parser.add_argument("--hf", action="store_true", help="include HF tokenizers (about 1.5 MB/s)")
@@ -672,6 +736,10 @@ def main(argv: list[str] | None = None) -> None:
         table_cold(args.load_runs)
     if "stages" in only:
         table_stages(vocabs, args.repeat)
+    if "cache" in only:
+        table_cache(vocabs, args.repeat)
+    if "patterns" in only:
+        table_patterns()
     if "repeat" in only:
         table_repeat(args.repeat, args.hf)
     if "worst" in only:
