@@ -2,9 +2,10 @@
 
 The vocabulary cache keys on its source file's contents and the ahead-of-time module on its
 kernel sources; hashing them (2 MB for ``o200k_base``) cost a fresh process more than
-everything else it does before it can encode. This index (``$BPEBENCH_CACHE/digests.json``)
-keeps each file's digest with its size, modification time (ns) and inode; a later lookup
-whose ``stat`` gives the same three returns the stored digest.
+everything else it does before it can encode. This index (``digests.json`` in the cache root)
+keeps each file's digest with its size, modification and change times (ns) and inode; a
+later lookup whose ``stat`` gives the same four returns the stored digest. Any write to a
+file through the file system changes its change time, which no user can set back.
 
 Exact as git's index is: an entry is trusted only when the file had not been modified for
 :data:`RACY_SECONDS` before it was hashed, so a file rewritten within the same clock tick
@@ -29,8 +30,9 @@ _memo_path: Path | None = None
 
 
 def index_path() -> Path:
-    root = os.environ.get("BPEBENCH_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "bpebench") / "digests.json"
+    from .files import cache_root
+
+    return cache_root() / "digests.json"
 
 
 def file_digest(path: str | os.PathLike) -> str:
@@ -38,13 +40,13 @@ def file_digest(path: str | os.PathLike) -> str:
     path = Path(path)
     st = path.stat()
     key = os.path.abspath(path)  # no system call, unlike resolve()
-    stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+    stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
     with _lock:
         entries = _entries()
         entry = entries.get(key)
-        if (isinstance(entry, list) and len(entry) == 5 and entry[:3] == stamp
-                and entry[3] - st.st_mtime_ns >= RACY_SECONDS * 1e9):
-            return entry[4]
+        if (isinstance(entry, list) and len(entry) == 6 and entry[:4] == stamp
+                and entry[4] - max(st.st_mtime_ns, st.st_ctime_ns) >= RACY_SECONDS * 1e9):
+            return entry[5]
     hashed_at = time.time_ns()
     with path.open("rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
@@ -69,11 +71,6 @@ def _entries() -> dict[str, list]:
 
 
 def _save(entries: dict[str, list]) -> None:
-    target = index_path()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        scratch.write_text(json.dumps(entries))
-        os.replace(scratch, target)
-    except OSError:
-        pass
+    from .files import write_atomically
+
+    write_atomically(index_path(), json.dumps(entries).encode())  # False (nothing written) when it cannot
