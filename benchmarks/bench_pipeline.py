@@ -1,14 +1,47 @@
 """Pipeline vs peers: pre-tokenization + BPE, our encoders inside ``Tokenizer`` vs the peer libraries.
 
-Natural text in several scripts (UDHR excerpts), English prose, Python source,
-a multilingual mix, and seed 001's pre-tokenized benchmark (random-token text,
-10 ... 100 000 bytes). Every implementation gets the same ``str`` and returns
-o200k ids (peers whose ids differ from ours are skipped as not comparable).
+``PipelineUnseen`` is the headline (the protocol of :mod:`bpebench.benchmarks.protocol`):
+each implementation is warmed up on 100 kB of a kind of text (prose, C code, faker text in
+12 languages), then every document of the next 300 kB is encoded once, in one sample
+(``number = repeat = rounds = 1``, so asv never times the same text twice).
+
+``PipelineEncode`` and ``PipelineScaling`` are *repeat* figures: asv times the same text
+again and again, which rewards caches. Natural text in several scripts (UDHR excerpts),
+English prose, Python source, a multilingual mix, and seed 001's pre-tokenized benchmark
+(random-token text, 10 ... 100 000 bytes). Every implementation gets the same ``str`` and
+returns o200k ids (peers whose ids differ from ours are skipped as not comparable).
 """
 
 from __future__ import annotations
 
-from . import common
+from . import common, protocol
+
+
+class PipelineUnseen:
+    """Unseen text: warm-up on other text of the same kind, then each document once."""
+
+    params = [common.pipeline_implementations(), list(protocol.KINDS)]
+    param_names = ["implementation", "kind"]
+    number = 1
+    repeat = 1
+    rounds = 1
+    warmup_time = 0
+    timeout = 300
+
+    def setup(self, implementation, kind):
+        try:
+            self.stream = protocol.stream(kind, warm_bytes=100_000, measured_bytes=300_000)
+        except Exception as exc:  # e.g. faker not installed
+            raise NotImplementedError(f"{kind}: {exc}") from None
+        self.encode = common.pipeline_encode(implementation)
+        joined = "".join(self.stream.measured)
+        common.skip_if_over_budget(self.encode, lambda n: common.clip_utf8(joined, n), len(joined.encode()))
+        for doc in self.stream.warm:
+            self.encode(doc)
+
+    def time_unseen(self, implementation, kind):
+        for doc in self.stream.measured:
+            self.encode(doc)
 
 #: corpus -> bytes used (None: the whole corpus)
 CORPORA = {
@@ -24,6 +57,8 @@ CORPORA = {
 
 
 class PipelineEncode:
+    """Repeat: one text timed again and again (rewards caches; not the headline)."""
+
     params = [common.pipeline_implementations(), list(CORPORA)]
     param_names = ["implementation", "corpus"]
     timeout = 180

@@ -1,23 +1,38 @@
-"""Speed of the full pipeline next to tiktoken, bpe-openai and quicktok (a plain script, not asv).
+"""Speed of the full pipeline next to every peer (a plain script, not asv).
 
-    python benchmarks/quick_pipeline.py                 # everything, a few minutes
-    python benchmarks/quick_pipeline.py --only text,worst --repeat 3
-    python benchmarks/quick_pipeline.py --hf            # also HF tokenizers (slow)
+    python benchmarks/quick_pipeline.py --only unseen             # the headline, a few minutes
+    python benchmarks/quick_pipeline.py --only unseen,allcore,cold --vocabs o200k_base
+    python benchmarks/quick_pipeline.py --only repeat,worst,batch,load --repeat 7
 
-Prints five tables, all single-threaded and measured side by side in one process
-(every implementation runs once per round, rounds interleaved, the best round
-counts; numba compilation and cache loading happen in a warm-up call first):
+The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
 
-1. ``text``: ``encode_ordinary`` of natural text and code on ``cl100k_base`` and
-   ``o200k_base`` (``corpora``: ``prose-en`` 0.47 MB, ``code-python`` and
-   ``udhr-all`` 1 MB each), ids returned as Python lists by everyone. "ours" is the
-   Tokenizer's fused pipeline.
-2. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
+1. ``unseen`` (the headline, one thread): for every exact peer, a **fresh process pinned to
+   one CPU** (``--cpu``) loads ours and that peer, warms both on 200 kB of each kind of text
+   and then encodes 1.1 MB of new documents of that kind once each, taking turns document by
+   document. MB/s of ours is the median over those processes; the ratio ours / peer is
+   taken inside each process. Kinds: English prose (stdlib docstrings), C code, faker text
+   in 12 languages. Ours is timed as ``encode_ordinary`` (lists) and ``encode_to_numpy`` (one
+   int array) against every peer, and with its piece cache off against tiktoken, each
+   variant in processes of its own (two of ours in one process would warm the shared
+   vocabulary tables for each other on every document). Peers that fail the exactness gate, or whose
+   ids differ on a measured document, are listed apart, not ranked.
+2. ``allcore``: a batch of the measured documents of all three kinds (about 3.3 MB) through
+   each library's batch API with all its threads (unpinned), after a warm-up batch; ours
+   with ``num_threads=1`` and with every core.
+3. ``cold``: first contact in a fresh process: imports, loading the vocabulary, building the
+   tokenizer and encoding 100 kB of prose once (median of ``--load-runs``).
+4. ``stages``: where our time goes on each kind (pre-tokenizer, whole-piece lookup, BPE of
+   multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
+   (not in the default set): the piece cache's sizes against none, in one process;
+   ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
+5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
+   ``udhr-all``; interleaved rounds, or ``--back-to-back``): it rewards caches.
+6. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
    1 MB, ours and tiktoken, and the 1 MB / 100 kB time ratio (10 = linear).
-3. ``batch``: 10,000 short texts (lines of ``prose-en``), ours
+7. ``batch``: 10,000 short texts (lines of ``prose-en``), ours
    ``encode_ordinary_batch`` vs tiktoken's ``encode_ordinary_batch(num_threads=1)``,
    and one ``encode_ordinary`` call per text for both.
-4. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
+8. ``load``: fresh processes (median of ``--load-runs``): the interpreter, numba's
    import and first cached call (its fixed costs), then for our Tokenizer once with
    the ahead-of-time compiled fused pipeline (``algorithms/pipeline/aot.py``; numba is never
    imported) and once with ``BPEBENCH_AOT=0`` (numba's JIT): our module imports,
@@ -27,14 +42,8 @@ counts; numba compilation and cache loading happen in a warm-up call first):
    (no module in the cache), and numba's compilation of the fused kernel (AOT off,
    empty ``NUMBA_CACHE_DIR``).
 
-Every implementation's ids are checked against ours before timing. Numbers move
-with the machine's load: compare within one run.
-
-Interleaved rounds mean every call starts after the other libraries' calls have
-pushed its tables out of the CPU caches (a table-driven encoder pays for that:
-ours takes 1.3-1.4x longer on ``prose-en`` than in a loop of its own calls,
-tiktoken 1.03x). ``--back-to-back`` times each implementation's calls in a row
-instead, as when one library encodes a corpus text after text.
+Every implementation's ids are checked against ours. Numbers move with the machine's
+load: compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -130,9 +139,363 @@ def mb_per_s(n_bytes: int, seconds: float) -> str:
     return f"{n_bytes / 1e6 / seconds:8.1f}"
 
 
-# ----------------------------------------------------------------------------- 1. text
-def table_text(rounds: int, hf: bool) -> None:
-    print("\n1. encode_ordinary, MB/s (higher is better); ratio = ours / peer")
+# ----------------------------------------------------------------------------- 1. unseen
+#: peers left out of the unseen table unless ``--hf`` (HF tokenizers runs at about 1.5 MB/s)
+SLOW_PEERS = {"hf-tokenizers"}
+
+
+#: our ways of encoding ordinary text (each timed in processes of its own: two of ours in one
+#: process would warm the shared vocabulary tables for each other on every document)
+OUR_VARIANTS = ("ours", "ours encode_to_numpy", "ours, piece cache off")
+#: the variants timed against every peer; the others against tiktoken only
+MAIN_VARIANTS = ("ours", "ours encode_to_numpy")
+
+
+def our_variant(vocab, variant: str):
+    if variant == "ours, piece cache off":
+        tok = Tokenizer(vocab, piece_cache=False)
+    else:
+        tok = Tokenizer(vocab)
+    assert tok.fused
+    return tok.encode_to_numpy if variant == "ours encode_to_numpy" else tok.encode_ordinary
+
+
+def unseen_child(vocab_name: str, peer_name: str, variant: str, cpu: int | None) -> dict:
+    """In a fresh process: one of our variants and one peer through the unseen protocol on every kind."""
+    from bpebench.algorithms.peers import make_peer
+    from bpebench.benchmarks import protocol
+
+    pinned = protocol.pin_to_one_cpu(cpu)
+    vocab = load_vocabulary(vocab_name)
+    functions = {variant: our_variant(vocab, variant)}
+    peer = make_peer(peer_name, vocab)  # runs the exactness gate
+    functions[peer_name] = peer.encode_ordinary_fn
+    differs: dict[str, str] = {}
+
+    def check(name, result, first):
+        if name not in differs and not protocol.same_ids(result, first):
+            differs[name] = "ids differ from ours on a measured document"
+
+    result = {"pinned_cpu": pinned, "gate": peer.same_ids, "note": peer.note, "version": peer.library_version,
+              "seconds": {}, "bytes": {}}
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        result["bytes"][kind] = text_stream.measured_bytes
+        result["seconds"][kind] = protocol.time_unseen(functions, text_stream, check)
+    result["differs"] = differs
+    return result
+
+
+def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu: int | None) -> None:
+    from bpebench.algorithms.peers import peer_status
+    from bpebench.benchmarks import protocol
+
+    print("\n1. unseen text, one thread (a fresh process pinned to one CPU for each pair of one of ours and one"
+          " peer): MB/s; ratio = peer time / ours in that process (above 1: we are faster)")
+    env = dict(os.environ, **protocol.ONE_THREAD_ENV)
+    kinds = list(protocol.KINDS)
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        names = [name for name, ok, _ in peer_status(vocab) if ok and (hf or name not in SLOW_PEERS)
+                 and name != "sentencepiece" and (peer_filter is None or name in peer_filter)]
+        runs: dict[tuple[str, str], dict] = {}
+        for variant in OUR_VARIANTS:
+            for name in names if variant in MAIN_VARIANTS else [n for n in names if n == "tiktoken"][:1] or names[:1]:
+                args = [sys.executable, __file__, "--child-unseen", vocab_name, name, variant]
+                if cpu is not None:
+                    args += ["--cpu", str(cpu)]
+                done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
+                if done.returncode != 0:
+                    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
+                    print(f"  {variant} / {name}: failed: {last}")
+                    continue
+                runs[(variant, name)] = json.loads(done.stdout.strip().splitlines()[-1])
+        if not runs:
+            continue
+        first = next(iter(runs.values()))
+        sizes = ", ".join(f"{k} {first['bytes'][k] / 1e6:.2f} MB" for k in kinds)
+        print(f"\n  {vocab_name} ({sizes}; pinned to CPU {first['pinned_cpu']})")
+        print(f"  {'encoder':34s} " + " ".join(f"{k:>14s}" for k in kinds)
+              + "   ratios vs " + " / ".join(MAIN_VARIANTS) + ": " + " ".join(f"{k[:5]:>6s}" for k in kinds))
+        for variant in OUR_VARIANTS:
+            mine = [r for (v, _), r in runs.items() if v == variant]
+            if mine:
+                speeds = [statistics.median(protocol.mb_per_s(r["bytes"][k], r["seconds"][k][variant]) for r in mine)
+                          for k in kinds]
+                print(f"  {variant + f' (median of {len(mine)})':34s} " + " ".join(f"{v:14.1f}" for v in speeds))
+        rows = []
+        for name in names:
+            pair = [runs.get((v, name)) for v in MAIN_VARIANTS]
+            if pair[0] is None:
+                continue
+            r = pair[0]
+            speeds = [protocol.mb_per_s(r["bytes"][k], r["seconds"][k][name]) for k in kinds]
+            ratios = [" / ".join(f"{p['seconds'][k][name] / p['seconds'][k][v]:.2f}" for v, p in zip(MAIN_VARIANTS, pair)
+                                 if p is not None) for k in kinds]
+            exact = all(p["gate"] and name not in p["differs"] for p in pair if p is not None)
+            rows.append((exact, -speeds[0], name, r, speeds, ratios))
+        for exact, _, name, r, speeds, ratios in sorted(rows, key=lambda row: (not row[0], row[1])):
+            label = f"{name} {r['version']}" + ("" if exact else " (NOT EXACT)")
+            print(f"  {label:34s} " + " ".join(f"{v:14.1f}" for v in speeds) + "   " + "  ".join(ratios))
+        for (variant, name), r in runs.items():
+            if variant == MAIN_VARIANTS[0] and (not r["gate"] or name in r["differs"]):
+                print(f"    {name}: {r['note'] or ''} {r['differs'].get(name, '')}".rstrip())
+            if variant in r["differs"]:
+                raise AssertionError(f"{variant} {r['differs'][variant]} (in the {name} process)")
+
+
+# ----------------------------------------------------------------------------- 2. all cores
+#: libraries' batch APIs with all their threads: name -> (vocab -> batch function); ours is added apart
+def _peer_batch_functions(vocab) -> dict:
+    from bpebench.algorithms.peers import make_peer, peer_status
+
+    usable = {name for name, ok, _ in peer_status(vocab) if ok}
+    found = {}
+    if "tiktoken" in usable:
+        encoding = tiktoken_encoding(vocab)
+        threads = os.cpu_count() or 1
+        found["tiktoken"] = lambda texts: encoding.encode_ordinary_batch(texts, num_threads=threads)
+    if "gigatoken" in usable and make_peer("gigatoken", vocab).same_ids:
+        from bpebench.algorithms.peers import _gigatoken_tokenizer
+
+        giga = _gigatoken_tokenizer(vocab)
+        lists = giga.as_tiktoken()
+        found["gigatoken lists"] = lambda texts: lists.encode_ordinary_batch(texts)
+        found["gigatoken numpy (flat)"] = lambda texts: giga.encode_batch(texts)
+    if "fastokens" in usable and make_peer("fastokens", vocab).same_ids:
+        import fastokens
+
+        from bpebench.algorithms.peers import _ranks_file
+        from bpebench.algorithms.formats.patterns import resolve_pattern
+
+        fast = fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
+                                                 special_tokens={})
+        found["fastokens"] = lambda texts: [e.ids for e in fast.encode_batch(texts)]
+        found["fastokens flat"] = lambda texts: fast.encode_batch_flat(texts)
+    return found
+
+
+def table_allcore(vocabs: list[str], rounds: int) -> None:
+    from bpebench.benchmarks import protocol
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"\n2. all cores ({cpus} CPUs): one batch of the measured documents of every kind, after a warm-up"
+          " batch of the warm-up documents; MB/s (best of the rounds, each a new batch order)")
+    streams = [protocol.stream(kind) for kind in protocol.KINDS]
+    warm = [d for st in streams for d in st.warm]
+    measured = [d for st in streams for d in st.measured]
+    n_bytes = sum(len(d.encode()) for d in measured)
+    long_text = "".join(measured)
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        ours = Tokenizer(vocab)
+        functions = {
+            "ours batch, 1 thread": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1),
+            f"ours batch, {cpus} threads": lambda texts: ours.encode_ordinary_batch(texts),
+            f"ours one long text, 1 thread": lambda texts: ours.encode_ordinary(long_text, num_threads=1),
+            f"ours one long text, {cpus} threads": lambda texts: ours.encode_ordinary(long_text),
+        }
+        functions.update(_peer_batch_functions(vocab))
+        expected = ours.encode_ordinary_batch(measured, num_threads=1)
+        for name, fn in functions.items():
+            fn(warm)
+            if "long text" not in name and "flat" not in name:
+                assert [list(ids) for ids in fn(measured)] == expected, name
+        best = dict.fromkeys(functions, float("inf"))
+        for r in range(rounds):
+            batch = measured[r % len(measured):] + measured[:r % len(measured)]  # another order each round
+            for name, fn in functions.items():
+                start = time.perf_counter()
+                fn(batch)
+                best[name] = min(best[name], time.perf_counter() - start)
+        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents)")
+        one = best["ours batch, 1 thread"]
+        for name, seconds in best.items():
+            print(f"  {name:36s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on 1 thread")
+
+
+# ----------------------------------------------------------------------------- 3. cold
+_COLD_OURS = r"""
+import time, json, sys
+t0 = time.perf_counter()
+from bpebench import Tokenizer
+tok = Tokenizer("o200k_base")
+text = open({path!r}, encoding="utf-8").read()
+ids = tok.encode_ordinary(text)
+print(json.dumps({{"seconds": time.perf_counter() - t0, "tokens": len(ids)}}))
+"""
+_COLD_TIKTOKEN = r"""
+import time, json
+t0 = time.perf_counter()
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+enc = tiktoken.Encoding("o200k_base", pat_str={pattern!r}, mergeable_ranks=load_tiktoken_bpe({ranks!r}),
+                        special_tokens={{}})
+text = open({path!r}, encoding="utf-8").read()
+ids = enc.encode_ordinary(text)
+print(json.dumps({{"seconds": time.perf_counter() - t0, "tokens": len(ids)}}))
+"""
+
+
+def table_cold(runs: int) -> None:
+    from bpebench.benchmarks import protocol
+
+    print(f"\n3. cold: a fresh process imports, loads o200k_base, encodes 100 kB of new prose once"
+          f" (median of {runs}): milliseconds")
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        text_path = scratch / "prose.txt"
+        text_path.write_text("".join(protocol.stream("prose", warm_bytes=0, measured_bytes=100_000).measured),
+                             encoding="utf-8")
+        ranks = scratch / "o200k_base.tiktoken"
+        ranks.write_bytes(gzip.decompress(_package_file("bpe_openai", "data", "o200k_base.tiktoken.gz").read_bytes()))
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+        env["PYTHONWARNINGS"] = "ignore"
+        scripts = {"ours": _COLD_OURS.format(path=str(text_path)),
+                   "tiktoken": _COLD_TIKTOKEN.format(pattern=resolve_pattern("o200k"), ranks=str(ranks),
+                                                     path=str(text_path))}
+        for script in scripts.values():
+            _run(script, env)  # byte-code caches and the ahead-of-time module exist before timing
+        results = {name: [] for name in scripts}
+        for _ in range(runs):
+            for name, script in scripts.items():
+                results[name].append(_run(script, env))
+        assert len({r[0]["tokens"] for r in results.values()}) == 1
+        medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in results.items()}
+        for name, seconds in medians.items():
+            print(f"  {name:10s} {seconds * 1e3:8.1f}")
+        print(f"  ours {medians['tiktoken'] / medians['ours']:.2f}x faster than tiktoken from process start")
+
+
+# ----------------------------------------------------------------------------- 4. stages
+def table_stages(vocabs: list[str], rounds: int) -> None:
+    """Where our time goes, per kind of text. Each step has its own pipeline (so its own piece
+    cache, warmed on the warm-up documents) and sees every measured document once per round;
+    the steps take turns per document in a rotating order. Best of the rounds."""
+    import numpy as np
+
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, probe_stages
+    from bpebench.benchmarks import protocol
+
+    print("\n4. stages of ours on unseen text, one thread: ms per MB (best of the rounds; the kernel steps"
+          " through numba's JIT; Python = the whole encode_ordinary less the kernel and the ids)")
+    kernel = _DirectCall(encode_utf8)
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        print(f"  {vocab_name}: {'kind':13s} {'classify':>9s} {'split':>9s} {'lookup':>9s} {'BPE':>9s} {'ids out':>9s}"
+              f" {'Python':>9s} {'total':>9s}   piece cache")
+        for kind in protocol.KINDS:
+            text_stream = protocol.stream(kind)
+            n_mb = sum(len(d.encode()) for d in text_stream.measured) / 1e6
+            best: dict[str, float] = {}
+            for _ in range(rounds):
+                probe = FusedPipeline(vocab, piece_cache_slots=0)
+                fused = FusedPipeline(vocab)  # a new piece cache every round: the text is unseen again
+                whole = Tokenizer(vocab)
+                whole._fused = FusedPipeline(vocab)
+                out = np.empty(max(len(d.encode()) for d in text_stream.measured) + 1, dtype=np.int32)
+                spent = dict.fromkeys(["classify", "split", "lookup", "kernel", "ids out", "total"], 0.0)
+
+                def run_kernel(doc: str) -> None:
+                    arr = np.frombuffer(doc.encode(), dtype=np.uint8)
+                    start = protocol.clock()
+                    n = kernel(fused.plan, arr, out, fused.thread_cache())
+                    middle = protocol.clock()
+                    fused.id_list(out[:n])
+                    spent["kernel"] += middle - start
+                    spent["ids out"] += protocol.clock() - middle
+
+                def timed(name, fn):
+                    def call(doc: str) -> None:
+                        arr = np.frombuffer(doc.encode(), dtype=np.uint8)
+                        start = protocol.clock()
+                        fn(arr)
+                        spent[name] += protocol.clock() - start
+                    return call
+
+                steps = [timed("classify", lambda a: probe_stages(probe.plan, a, 0)),
+                         timed("split", lambda a: probe_stages(probe.plan, a, 1)),
+                         timed("lookup", lambda a: probe_stages(probe.plan, a, 2)),
+                         run_kernel]
+
+                def total(doc: str) -> None:
+                    start = protocol.clock()
+                    whole.encode_ordinary(doc)
+                    spent["total"] += protocol.clock() - start
+
+                steps.append(total)
+                for doc in text_stream.warm:
+                    run_kernel(doc)
+                    whole.encode_ordinary(doc)
+                spent = dict.fromkeys(spent, 0.0)
+                stats_before = whole.piece_cache_stats()
+                for i, doc in enumerate(text_stream.measured):
+                    for k in range(len(steps)):
+                        steps[(i + k) % len(steps)](doc)
+                best = {k: min(best.get(k, float("inf")), v) for k, v in spent.items()}
+            after = whole.piece_cache_stats()
+            hits, misses = after["hits"] - stats_before["hits"], after["misses"] - stats_before["misses"]
+            ms = {k: v * 1e3 / n_mb for k, v in best.items()}
+            row = [ms["classify"], ms["split"] - ms["classify"], ms["lookup"] - ms["split"], ms["kernel"] - ms["lookup"],
+                   ms["ids out"], ms["total"] - ms["kernel"] - ms["ids out"], ms["total"]]
+            print(f"  {'':{len(vocab_name) + 1}s} {kind:13s} " + " ".join(f"{v:9.2f}" for v in row)
+                  + f"   {hits / max(hits + misses, 1):.0%} of {hits + misses:,} multi-token pieces hit,"
+                    f" {after['filled']:,}/{after['slots']:,} rows, {after['bytes'] / 2**20:.1f} MiB")
+
+
+# ----------------------------------------------------------------------------- piece cache sizes, patterns
+def table_cache(vocabs: list[str], rounds: int) -> None:
+    """The piece cache against none, in one process pinned to one CPU: our Tokenizers only (each
+    first on a document equally often), fresh caches every round; median of the per-round ratios."""
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline
+    from bpebench.benchmarks import protocol
+
+    sizes = (0, 1 << 12, 1 << 13, 1 << 14)
+    print("\npiece cache: time without it / time with it (above 1: the cache helps), unseen text, one CPU,"
+          f" median of {rounds} rounds")
+    protocol.pin_to_one_cpu()
+    for vocab_name in vocabs:
+        vocab = load_vocabulary(vocab_name)
+        print(f"  {vocab_name}: {'kind':13s} " + " ".join(f"{f'{n} rows':>12s}" for n in sizes[1:]))
+        for kind in protocol.KINDS:
+            text_stream = protocol.stream(kind)
+            per_round = []
+            for _ in range(rounds):
+                functions = {}
+                for slots in sizes:
+                    tok = Tokenizer(vocab)
+                    tok._fused = FusedPipeline(vocab, piece_cache_slots=slots)  # a fresh cache
+                    functions[slots] = tok.encode_ordinary
+                per_round.append(protocol.time_unseen(functions, text_stream))
+            ratios = [statistics.median(r[0] / r[n] for r in per_round) for n in sizes[1:]]
+            print(f"  {'':{len(vocab_name) + 1}s} {kind:13s} " + " ".join(f"{x:12.2f}" for x in ratios))
+
+
+CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
+
+
+def table_patterns() -> None:
+    """o200k's ranks with a pattern that has no compiled pre-tokenizer, next to the built-in one."""
+    from bpebench.algorithms.formats.vocabulary import Vocabulary
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu()
+    base = load_vocabulary("o200k_base")
+    custom = Vocabulary.from_ranks(list(base.tokens), name="o200k-custom-pattern", pattern=CUSTOM_PATTERN)
+    functions = {"o200k, compiled pre-tokenizer": Tokenizer(base).encode_ordinary,
+                 "custom pattern: regex + compiled BPE": Tokenizer(custom).encode_ordinary,
+                 "custom pattern: reference path": Tokenizer(custom, pretokenizer="regex").encode_ordinary}
+    print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN} (unseen, one CPU, 400 kB per kind): MB/s")
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind, warm_bytes=100_000, measured_bytes=400_000)
+        seconds = protocol.time_unseen(functions, text_stream)
+        print(f"  {kind:13s} " + "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
+                                         for name, t in seconds.items()))
+
+
+# ----------------------------------------------------------------------------- 5. repeat
+def table_repeat(rounds: int, hf: bool) -> None:
+    print("\n5. REPEAT (best of N on one text: rewards caches), encode_ordinary, MB/s; ratio = peer time / ours")
     rows = []
     for name in VOCABS:
         vocab = load_vocabulary(name)
@@ -334,21 +697,51 @@ def table_load(runs: int) -> None:
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="text,worst,batch,load", help="tables to run (comma separated)")
+    parser.add_argument("--only", default="unseen,allcore,cold,stages,repeat,worst,batch,load",
+                        help="tables to run (comma separated)")
+    parser.add_argument("--vocabs", default=",".join(VOCABS), help="vocabularies of the unseen table")
+    parser.add_argument("--peers", default=None, help="peers of the unseen table (default: every installed one)")
+    parser.add_argument("--cpu", type=int, default=None, help="the CPU one-thread runs are pinned to (default: the last)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default=None,
+                        help="wall time (default) or the process's CPU time, for a machine shared with busy"
+                             " neighbours (sets BPEBENCH_BENCH_CLOCK, which child processes inherit)")
+    parser.add_argument("--child-unseen", nargs=3, metavar=("VOCAB", "PEER", "VARIANT"), help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
     parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
     parser.add_argument("--hf", action="store_true", help="include HF tokenizers (about 1.5 MB/s)")
     parser.add_argument("--back-to-back", action="store_true",
                         help="time each implementation's rounds consecutively (warm caches) instead of interleaved")
     args = parser.parse_args(argv)
+    if args.clock:
+        os.environ["BPEBENCH_BENCH_CLOCK"] = args.clock
+        from bpebench.benchmarks import protocol
+
+        protocol.clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.child_unseen:
+        print(json.dumps(unseen_child(*args.child_unseen, args.cpu)))
+        return
     only = set(args.only.split(","))
+    vocabs = args.vocabs.split(",")
     global BACK_TO_BACK
     BACK_TO_BACK = args.back_to_back
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average "
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, clock {os.environ.get('BPEBENCH_BENCH_CLOCK', 'wall')},"
+          f" load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; rounds "
           + ("back to back (each implementation's calls in a row)" if BACK_TO_BACK else "interleaved"))
-    if "text" in only:
-        table_text(args.repeat, args.hf)
+    if "unseen" in only:
+        table_unseen(vocabs, set(args.peers.split(",")) if args.peers else None, args.hf, args.cpu)
+    if "allcore" in only:
+        table_allcore(vocabs, args.repeat)
+    if "cold" in only:
+        table_cold(args.load_runs)
+    if "stages" in only:
+        table_stages(vocabs, args.repeat)
+    if "cache" in only:
+        table_cache(vocabs, args.repeat)
+    if "patterns" in only:
+        table_patterns()
+    if "repeat" in only:
+        table_repeat(args.repeat, args.hf)
     if "worst" in only:
         table_worst(args.repeat)
     if "batch" in only:

@@ -139,6 +139,8 @@ def _text(raw: bytes, errors: str, where: str) -> str:
 
 
 def cmd_encode(args) -> int:
+    if args.input:
+        return _encode_files(args)
     vocab, encoder, tokenizer = _tokenizer(args)
     allowed = _special_set(args.allowed_special, vocab)
     disallowed = _special_set(args.disallowed_special, vocab)
@@ -179,6 +181,18 @@ def cmd_encode(args) -> int:
         print(" ".join(map(str, encoder.encode(raw))))
         return 0
     print(" ".join(map(str, encode(_text(raw, args.errors, where)))))
+    return 0
+
+
+def _encode_files(args) -> int:
+    """``encode --input FILE... --output ids.npy``: see bpebench.algorithms.pipeline.streaming."""
+    from bpebench.algorithms.pipeline.streaming import encode_files
+
+    if not args.output or args.text or args.raw or args.jsonl:
+        raise BpebenchError("--input needs --output ids.npy, and takes no TEXT, --raw or --jsonl")
+    vocab, encoder, tokenizer = _tokenizer(args)
+    stats = encode_files(tokenizer, args.input, args.output, num_threads=args.threads)
+    print(stats.summary(), file=sys.stderr)
     return 0
 
 
@@ -291,6 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
                         " none encodes them as text)")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="input that is not valid UTF-8: an error (default) or replaced by U+FFFD")
+    p.add_argument("--input", nargs="+", metavar="FILE", help="UTF-8 files to encode (special-token literals are"
+                   " text), streamed through every core into --output")
+    p.add_argument("--output", metavar="IDS.npy", help="with --input: the uint32 ids of all files, in order")
+    p.add_argument("--threads", type=int, default=None, help="with --input: threads (default every CPU, or"
+                   " BPEBENCH_NUM_THREADS)")
     _add_file_options(p)
     p.set_defaults(func=cmd_encode)
 

@@ -10,7 +10,9 @@
 path is accepted as a user corpus. Categories:
 
 * natural: ``udhr-{en,zh,ja,ko,ar,he,ru,hi,th}``, ``udhr-all``, ``prose-en`` (:mod:`bpebench.corpora.natural`)
-* code: ``code-python`` (:mod:`bpebench.corpora.code`)
+* code: ``code-python`` (:mod:`bpebench.corpora.code`), ``code-c`` (:mod:`bpebench.corpora.documents`)
+* document streams for the speed benchmarks: ``prose-docstrings``, ``code-c``, ``faker-multilingual``
+  (:mod:`bpebench.corpora.documents`)
 * random: ``random-tokens`` (:mod:`bpebench.corpora.random_tokens`)
 * adversarial: :mod:`bpebench.corpora.adversarial` and :mod:`bpebench.corpora.search`
 """
@@ -27,7 +29,7 @@ from .registry import (
     read_user_corpus,
     register_corpus,
 )
-from . import natural, code, random_tokens, adversarial, search  # noqa: E402,F401,I001  (they register)
+from . import natural, code, documents, random_tokens, adversarial, search  # noqa: E402,F401,I001  (they register)
 
 __all__ = [
     "Corpus",

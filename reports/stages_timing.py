@@ -5,7 +5,10 @@
   a long input and decoding the long input's ids (pipeline: pre-tokenizer + BPE).
 * ``scaling``: raw BPE (no pre-tokenizer) on growing slices of random-token text:
   runtime vs length, whose log-log slope is the scaling exponent.
-* ``throughput``: the whole pipeline on each text corpus (MB/s, tokens/s).
+* ``throughput``: the whole pipeline on each text corpus (MB/s, tokens/s), on *unseen* text
+  (the protocol of :mod:`bpebench.benchmarks.protocol`): every subject first encodes a
+  warm-up part of the corpus, then each document of the next ``throughput_bytes`` once;
+  the row holds the summed time (one sample).
 * ``worst_case``: the pipeline on growing unsplittable inputs (adversarial corpora),
   where pre-tokenization cannot keep BPE inputs small.
 
@@ -195,22 +198,62 @@ def _bind(func: Callable, argument) -> Callable[[], object]:
 
 
 # ----------------------------------------------------------------------------- throughput
-@stage("throughput", "Throughput per corpus (pre-tokenizer + BPE)")
+#: the throughput stage's documents: cut at blank lines to at least this many bytes
+THROUGHPUT_DOCUMENT_BYTES = 8_000
+
+
+@stage("throughput", "Throughput per corpus on unseen text (pre-tokenizer + BPE)")
 def throughput_tasks(ctx: RunContext) -> list[Task]:
     tasks: list[Task] = []
     plan = ctx.plan
     for vocab_name in ctx.vocab_names:
         for source in ctx.sources(vocab_name, TEXT_CATEGORIES):
-            text = ctx.text(vocab_name, source, plan.throughput_bytes)
-            size = len(text.encode("utf-8", "surrogatepass"))
             for subject in ctx.subjects(vocab_name):
-                if subject.pipeline is None:
-                    continue
-                key = _timing_key("throughput", vocab_name, subject, subject.kind, source.name,
-                                  "encode_pipeline", size)
-                tasks.append(series_task(ctx, key, f"{vocab_name} {source.name} {subject.name}",
-                                         _bind(subject.pipeline, text)))
+                if subject.pipeline is not None:
+                    tasks.append(_unseen_task(ctx, vocab_name, source, subject))
     return tasks
+
+
+def _unseen_split(text: str, measured_bytes: int) -> tuple[list[str], list[str]]:
+    """(warm-up documents, measured documents): the measured ones are the last ``measured_bytes``."""
+    from bpebench.corpora.documents import documents
+
+    docs = documents(text, THROUGHPUT_DOCUMENT_BYTES)
+    measured: list[str] = []
+    total = 0
+    while docs and total < measured_bytes:
+        doc = docs.pop()
+        measured.insert(0, doc)
+        total += len(doc.encode("utf-8", "surrogatepass"))
+    return docs, measured
+
+
+def _unseen_task(ctx: RunContext, vocab_name: str, source: Source, subject: Subject) -> Task:
+    """Warm ``subject`` up on the corpus's first part, then time each later document once."""
+    from bpebench.benchmarks.protocol import Stream, time_unseen
+
+    plan = ctx.plan
+
+    def run() -> dict:
+        # a quarter more text than is measured: the first part warms the subject up
+        text = ctx.text(vocab_name, source, plan.throughput_bytes + plan.throughput_bytes // 4)
+        warm, measured = _unseen_split(text, plan.throughput_bytes)
+        tokens = [0]
+
+        def call(doc: str):
+            ids = subject.pipeline(doc)
+            tokens[0] += len(ids)
+            return ids
+
+        for doc in warm:
+            subject.pipeline(doc)
+        seconds = time_unseen({subject.name: call}, Stream(source.name, source.name, [], measured))[subject.name]
+        return {**_single(seconds), "tokens": tokens[0]}
+
+    text = ctx.text(vocab_name, source, plan.throughput_bytes + plan.throughput_bytes // 4)
+    size = sum(len(d.encode("utf-8", "surrogatepass")) for d in _unseen_split(text, plan.throughput_bytes)[1])
+    key = _timing_key("throughput", vocab_name, subject, subject.kind, source.name, "encode_pipeline", size)
+    return Task("timings.csv", key, f"{vocab_name} {source.name} {subject.name} (unseen)", run)
 
 
 # ----------------------------------------------------------------------------- worst case

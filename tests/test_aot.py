@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpebench.algorithms.pipeline import aot
-from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch, unsupported_reason
+from bpebench.algorithms.pipeline.fast_pipeline import (FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch,
+                                                       new_piece_cache, unsupported_reason)
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.properties.strategies import pipeline_texts
@@ -34,6 +35,7 @@ HF_MERGES = "tests/golden/bytelevel_bpe.json"
 VOCABULARIES = ["o200k_base", "cl100k_base", HF_MERGES]
 JIT = _DirectCall(encode_utf8)
 JIT_BATCH = _DirectCall(encode_utf8_batch)
+CACHE = new_piece_cache(16)
 
 
 def vocabulary(name: str):
@@ -83,8 +85,8 @@ def pipelines(aot_module):
 def aot_and_jit(fp: FusedPipeline, data: bytes) -> tuple[list[int], list[int]]:
     arr = np.frombuffer(data, dtype=np.uint8)
     a, j = np.empty(len(arr), dtype=np.int32), np.empty(len(arr), dtype=np.int32)
-    n_a = fp._encode(fp.plan, arr, a)
-    n_j = JIT(fp.plan, arr, j)
+    n_a = fp._encode(fp.plan, arr, a, new_piece_cache(16))
+    n_j = JIT(fp.plan, arr, j, new_piece_cache(16))
     return a[:n_a].tolist(), j[:n_j].tolist()
 
 
@@ -95,7 +97,7 @@ def batch_aot_and_jit(fp: FusedPipeline, texts: list[bytes]):
     arr = np.frombuffer(b"".join(texts), dtype=np.uint8)
     out = np.empty(len(arr), dtype=np.int32)
     out_offsets = np.empty(len(texts) + 1, dtype=np.int64)
-    n = JIT_BATCH(fp.plan, arr, text_offsets, out, out_offsets)
+    n = JIT_BATCH(fp.plan, arr, text_offsets, out, out_offsets, new_piece_cache(16))
     return (ids.tolist(), offsets.tolist()), (out[:n].tolist(), out_offsets.tolist())
 
 
@@ -152,20 +154,24 @@ def test_arguments_are_checked(pipelines):
     fp = pipelines["o200k_base"]
     arr = np.frombuffer(b"hello world", dtype=np.uint8)
     with pytest.raises(TypeError):
-        fp._encode(fp.plan, arr, np.empty(16, dtype=np.int64))
+        fp._encode(fp.plan, arr, np.empty(16, dtype=np.int64), CACHE)
     read_only = np.empty(16, dtype=np.int32)
     read_only.flags.writeable = False
     with pytest.raises(TypeError):
-        fp._encode(fp.plan, arr, read_only)
+        fp._encode(fp.plan, arr, read_only, CACHE)
     with pytest.raises(ValueError):
-        fp._encode(fp.plan, arr, np.empty(4, dtype=np.int32))
+        fp._encode(fp.plan, arr, np.empty(4, dtype=np.int32), CACHE)
     with pytest.raises(TypeError):
-        fp._encode(fp.plan, np.frombuffer(b"hello world!", dtype=np.uint8)[::2], np.empty(16, dtype=np.int32))
+        fp._encode(fp.plan, np.frombuffer(b"hello world!", dtype=np.uint8)[::2], np.empty(16, dtype=np.int32), CACHE)
     with pytest.raises(TypeError):
-        fp._encode(fp.plan, arr.astype(np.int32), np.empty(16, dtype=np.int32))
+        fp._encode(fp.plan, arr.astype(np.int32), np.empty(16, dtype=np.int32), CACHE)
     with pytest.raises(ValueError):
         fp._encode_batch(fp.plan, arr, np.array([0, 99], dtype=np.int64), np.empty(16, dtype=np.int32),
-                         np.empty(2, dtype=np.int64))
+                         np.empty(2, dtype=np.int64), CACHE)
+    for bad_cache in (np.zeros((18, 8), dtype=np.int64), np.zeros((17, 8), dtype=np.int32), np.zeros((16, 7), dtype=np.int64),
+                      np.zeros((34, 8), dtype=np.int64)[::2]):
+        with pytest.raises((TypeError, ValueError)):
+            fp._encode(fp.plan, arr, np.empty(16, dtype=np.int32), bad_cache)
     assert fp.encode_utf8(b"hello world").tolist() == [24912, 2375]
 
 
@@ -175,13 +181,13 @@ def test_plans_of_other_types_are_refused(pipelines, aot_module):
     arr = np.frombuffer(b"hello world", dtype=np.uint8)
     wider = fp.plan._replace(stage1=fp.plan.stage1.astype(np.int64))
     with pytest.raises(aot.AotError):
-        fp._encode(wider, arr, out)
+        fp._encode(wider, arr, out, CACHE)
     strided = fp.plan._replace(byte_token=np.repeat(fp.plan.byte_token, 2)[::2])
     with pytest.raises(aot.AotError):
-        fp._encode(strided, arr, out)
+        fp._encode(strided, arr, out, CACHE)
     with pytest.raises(aot.AotError):
         aot_module.entry_points(fp.plan._replace(pattern_id=1.5))
-    assert fp._encode(fp.plan, arr, out) == 2  # the pipeline's own plan still works
+    assert fp._encode(fp.plan, arr, out, CACHE) == 2  # the pipeline's own plan still works
 
 
 # ============================================================================= fresh processes
@@ -283,9 +289,9 @@ def test_damaged_module_is_replaced_by_a_build(aot_module, pipelines, tmp_path, 
     fp = pipelines["o200k_base"]
     module = aot.load(fp.plan)
     assert module is not None and module.directory == target and len(builds) == 1
-    encode, _ = module.entry_points(fp.plan)
+    encode, _, _ = module.entry_points(fp.plan)
     out = np.empty(11, dtype=np.int32)
-    assert encode(fp.plan, np.frombuffer(b"hello world", dtype=np.uint8), out) == 2
+    assert encode(fp.plan, np.frombuffer(b"hello world", dtype=np.uint8), out, CACHE) == 2
     assert out[:2].tolist() == [24912, 2375]
 
 

@@ -170,3 +170,23 @@ def test_tokenizer_chunking_methods_meet_their_contract():
         assert fast.count_till_limit(text, n) == (total if total <= n else None)
     for start, end in [(0, len(text)), (3, 17), (8, 9), (10, 30)]:
         assert fast.count_range(text, start, end) == reference.count(text[start:end])
+
+
+def test_an_outside_encoder_never_becomes_the_default(monkeypatch):
+    """However fast it says it is, an encoder from outside the package is used only when named."""
+    from bpebench.algorithms.core import registry
+    from bpebench.algorithms.core.encoder import Encoder
+
+    class Outside(Encoder):
+        name = "outside-fast"
+        capabilities = frozenset({"exact"})
+        speed_rank = -10_000
+
+        def encode(self, data: bytes) -> list[int]:
+            return []
+
+    Outside.__module__ = "someone_elses_package.encoders"
+    before = registry.default_encoder_name()
+    monkeypatch.setitem(registry._REGISTRY, Outside.name, Outside)
+    assert registry.default_encoder_name() == before != Outside.name
+    assert registry.encoder_names()[0] == Outside.name  # it is listed, first among the exact ones

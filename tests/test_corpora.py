@@ -275,3 +275,20 @@ def test_chunking_trap_has_tokens_off_character_boundaries(o200k):
     while kept and not _is_char_start(data, sum(len(o200k.tokens[t]) for t in ids[:kept])):
         kept -= 1
     assert kept <= 1
+
+
+@pytest.mark.parametrize("name", ["prose-docstrings", "code-c", "faker-multilingual"])
+def test_document_streams_are_text_cut_into_documents(name):
+    from bpebench.corpora.documents import documents
+
+    text = corpora.get(name, size=60_000)
+    assert isinstance(text, str) and 50_000 <= len(text.encode("utf-8")) <= 60_000
+    docs = documents(text, 8_000)
+    assert "".join(docs) == text and len(docs) >= 2
+    assert all(len(d.encode("utf-8")) >= 8_000 for d in docs[:-1])
+    if name == "faker-multilingual":
+        scripts = {"Cyrillic": "\u0400-\u04ff", "Greek": "\u0370-\u03ff", "Arabic": "\u0600-\u06ff",
+                   "Thai": "\u0e00-\u0e7f", "Han": "\u4e00-\u9fff"}
+        full = corpora.get(name)
+        for script, span in scripts.items():
+            assert regex.search(f"[{span}]", full), script

@@ -150,7 +150,7 @@ def test_pretokenizer_switch():
     assert not Tokenizer(vocab, pretokenizer="regex").fused
     assert not Tokenizer(vocab, algorithm="heap").fused  # other encoders stay measurable
     assert not Tokenizer(load_vocabulary("mistral_v1")).fused
-    assert "pattern" in unsupported_reason(load_vocabulary("mistral_v1"))
+    assert "hidden helper tokens" in unsupported_reason(load_vocabulary("mistral_v1"))
     with pytest.raises(BpebenchError, match="no compiled pre-tokenizer"):
         Tokenizer(load_vocabulary("mistral_v1"), pretokenizer="compiled")
 
@@ -398,3 +398,175 @@ def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
                     got = lookup(other)
                     assert got == (want if want is not None and priority[want] < NEVER else -1), other
     assert checked > 0.9 * len(vocab.tokens)
+
+
+# ============================================================================= the piece cache
+#: words that recur across texts, so a small cache sees hits, collisions and replaced rows
+RECURRING = st.sampled_from(["naïve", " Straße", " значение", " ประเทศ", " 東京都", "ing", " the", "'re",
+                             " déjà", " αβγδ", "1234", " \u0661\u0662", " übermäßig", " données"])
+cached_texts = st.lists(st.lists(RECURRING | texts, max_size=8).map("".join), min_size=1, max_size=12)
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+@settings(max_examples=60, deadline=None)
+@given(batch=cached_texts, slots=st.sampled_from([1, 2, 16, 1024]))
+def test_cached_ids_equal_uncached_ids(name, batch, slots):
+    """The piece cache is exact by construction (BPE of a piece depends only on its bytes):
+    a tiny cache (every row replaced often) kept across calls gives the ids of no cache,
+    and of the reference, text after text."""
+    vocab = load_vocabulary(name)
+    cached = Tokenizer(vocab, piece_cache=slots)
+    uncached = Tokenizer(vocab, piece_cache=False)
+    for text in batch:
+        expected = uncached.encode_ordinary(text)
+        assert cached.encode_ordinary(text) == expected
+        assert cached.encode_to_numpy(text, disallowed_special=()).tolist() == expected
+    assert cached.encode_ordinary_batch(batch) == [reference(name).encode_ordinary(t) for t in batch]
+
+
+def test_piece_cache_counts_hits_and_is_bounded():
+    vocab = load_vocabulary("o200k_base")
+    tok = Tokenizer(vocab, piece_cache=64)
+    text = "Die Straße ist übermäßig lang; значение значение значение. " * 3
+    tok.encode_ordinary(text)
+    stats = tok.piece_cache_stats()
+    assert stats["hits"] > 0 and stats["misses"] > 0 and stats["hits"] + stats["misses"] > 0
+    assert stats["bytes"] == (64 + 1) * 64 and stats["filled"] <= 64
+    assert 0.0 < stats["hit_rate"] < 1.0
+    assert Tokenizer(vocab, piece_cache=False).piece_cache_stats()["bytes"] in (0, 64)
+    with pytest.raises(BpebenchError):
+        Tokenizer(vocab, piece_cache=100)
+
+
+def test_piece_caches_are_per_thread():
+    vocab = load_vocabulary("o200k_base")
+    tok = Tokenizer(vocab, piece_cache=256)
+    words = ["значение", "ประเทศไทย", "Straße", "übermäßig", "données"]
+    texts_by_thread = [[" ".join(words[i:] + words[:i]) * 20 for i in range(5)] for _ in range(4)]
+    expected = [[Tokenizer(vocab, piece_cache=False).encode_ordinary(t) for t in ts] for ts in texts_by_thread]
+    results: list = [None] * 4
+
+    def work(k: int) -> None:
+        results[k] = [tok.encode_ordinary(t) for t in texts_by_thread[k] * 10]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [e * 10 for e in expected]
+    tok.encode_ordinary("значение")
+    assert tok.piece_cache_stats()["threads"] == 1  # the ended threads' caches were freed with them
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_encode_to_numpy_is_tiktokens(name):
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpebench.algorithms.formats.patterns import resolve_pattern
+
+    vocab = load_vocabulary(name)
+    enc = tiktoken.Encoding(name, pat_str=resolve_pattern(vocab.pattern),
+                            mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)},
+                            special_tokens=dict(vocab.special_tokens))
+    tok = fused(name)
+    for text in ["", "hello world", "x <|endoftext|> y", corpora.get("udhr-ru", size=3000)]:
+        for kwargs in ({"allowed_special": "all"}, {"disallowed_special": ()}, {}):
+            try:
+                expected = enc.encode_to_numpy(text, **kwargs)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    tok.encode_to_numpy(text, **kwargs)
+                continue
+            got = tok.encode_to_numpy(text, **kwargs)
+            assert got.dtype == expected.dtype == np.uint32
+            assert got.tolist() == expected.tolist()
+
+
+# ============================================================================= every core
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_threads_give_the_ids_of_one_thread(name, threads):
+    """Batches cut into groups and long texts cut at pre-token boundaries: the same ids as one
+    thread, and as tiktoken."""
+    peer = tiktoken_peer(name)
+    tok = fused(name)
+    docs = [corpora.get("prose-en", size=200_000), corpora.get("code-python", size=150_000),
+            corpora.get("udhr-all", size=150_000)]
+    long_text = "\n".join(docs)
+    one = tok.encode_ordinary(long_text, num_threads=1)
+    assert one == peer.encode_ordinary(long_text)
+    assert tok.encode_ordinary(long_text, num_threads=threads) == one
+    assert tok.encode_to_numpy(long_text, disallowed_special=()).tolist() == one
+    batch = [d[i:i + 3000] for d in docs for i in range(0, len(d), 3000)] + ["", "x"]
+    expected = tok.encode_ordinary_batch(batch, num_threads=1)
+    assert tok.encode_ordinary_batch(batch, num_threads=threads) == expected
+    assert expected == [peer.encode_ordinary(t) for t in batch]
+
+
+def test_cut_text_cuts_only_before_a_letter_after_a_line_feed():
+    from bpebench.algorithms.pipeline.parallel import cut_text
+
+    text = ("word " * 30_000 + "\n") * 4 + "Ünïcode\n  \nx"
+    parts = cut_text(text, 4, "o200k")
+    assert "".join(parts) == text and len(parts) == 4
+    for part in parts[1:]:
+        assert part[0].isalpha()
+    assert cut_text(text, 4, None) == [text]  # an unknown pattern is never cut
+
+
+def test_thread_count_from_the_environment(monkeypatch):
+    from bpebench.algorithms.pipeline.parallel import thread_count
+
+    monkeypatch.setenv("BPEBENCH_NUM_THREADS", "3")
+    assert thread_count() == 3 and thread_count(1) == 1
+    monkeypatch.setenv("BPEBENCH_NUM_THREADS", "many")
+    with pytest.raises(BpebenchError):
+        thread_count()
+    with pytest.raises(BpebenchError):
+        thread_count(0)
+
+
+# ============================================================================= any pattern
+CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
+
+
+@pytest.mark.parametrize("pattern", [CUSTOM_PATTERN, None])
+def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern):
+    """regex splits (the reference itself), the compiled stage encodes: tiktoken's ids for the
+    same ranks and pattern, and the reference's."""
+    tiktoken = pytest.importorskip("tiktoken")
+    base = load_vocabulary("cl100k_base")
+    vocab = Vocabulary.from_ranks(list(base.tokens), name="cl100k-custom", pattern=pattern)
+    tok = Tokenizer(vocab)
+    assert tok.fused and tok._fused.splitter is not None
+    reference = Tokenizer(vocab, algorithm="naive")
+    text = corpora.get("prose-en", size=20_000) + corpora.get("udhr-all", size=6_000)
+    if pattern is None:
+        text = text[:3000]  # the whole text is one piece: keep the naive reference quick
+    ids = tok.encode_ordinary(text)
+    assert ids == reference.encode_ordinary(text)
+    assert tok.encode_ordinary_batch([text[:500], "", text[500:900]]) == [
+        reference.encode_ordinary(t) for t in (text[:500], "", text[500:900])]
+    assert tok.encode_to_numpy(text).tolist() == ids
+    if pattern is not None:
+        enc = tiktoken.Encoding("custom", pat_str=pattern, mergeable_ranks={t: i for i, t in enumerate(base.tokens)},
+                                special_tokens={})
+        assert ids == enc.encode_ordinary(text)
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=texts)
+def test_regex_split_fused_pipeline_equals_the_reference_on_drawn_text(text):
+    vocab = _custom_vocabulary()
+    assert Tokenizer(vocab).encode_ordinary(text) == Tokenizer(vocab, algorithm="naive").encode_ordinary(text)
+
+
+def _custom_vocabulary():
+    found = _CUSTOM.get("vocab")
+    if found is None:
+        found = _CUSTOM["vocab"] = Vocabulary.from_ranks(list(load_vocabulary("o200k_base").tokens),
+                                                         name="o200k-custom", pattern=CUSTOM_PATTERN)
+    return found
+
+
+_CUSTOM: dict = {}

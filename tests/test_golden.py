@@ -29,11 +29,12 @@ VOCABULARIES: dict[str, dict] = GOLDEN["vocabularies"]
 ALGORITHMS = ["naive", default_encoder_name()]
 
 #: which peers must be able to tokenize which golden vocabulary (when installed)
+FAST_RUST = ["gigatoken", "gigatoken-numpy", "fastokens", "toktok", "splintr"]
 PEERS_FOR = {
-    "cl100k_base": ["tiktoken", "hf-tokenizers", "bpe-openai", "quicktok", "rs-bpe"],
-    "o200k_base": ["tiktoken", "hf-tokenizers", "bpe-openai", "quicktok", "rs-bpe"],
-    "qwen": ["tiktoken", "hf-tokenizers", "quicktok"],
-    "tests/golden/bytelevel_bpe.json": ["hf-tokenizers"],
+    "cl100k_base": ["tiktoken", "hf-tokenizers", "bpe-openai", "quicktok", "rs-bpe", *FAST_RUST],
+    "o200k_base": ["tiktoken", "hf-tokenizers", "bpe-openai", "quicktok", "rs-bpe", *FAST_RUST],
+    "qwen": ["tiktoken", "hf-tokenizers", "quicktok", "gigatoken", "gigatoken-numpy", "fastokens"],
+    "tests/golden/bytelevel_bpe.json": ["hf-tokenizers", "fastokens"],
     "mistral_v1": ["sentencepiece"],
     "tests/golden/spm_bpe.model": ["sentencepiece"],
 }
@@ -158,6 +159,21 @@ def test_live_peer_reproduces_the_golden_ids(name, peer_name):
     for text, ids in zip(TEXTS, VOCABULARIES[name]["ordinary"]):
         assert peer.encode_ordinary(text) == ids, (peer.name, text)
         assert peer.count(text) == len(ids)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("peer_name, text", [
+    ("tokie", "a\n \nb"),  # splits this whitespace run otherwise than the pattern does
+    ("kitoken", "x <|endoftext|> y"),  # cuts the text at a special-token literal even when it is text
+])
+def test_the_exactness_gate_names_a_peer_that_differs(name, peer_name, text):
+    """The gate must flag a peer whose ids differ, naming the text; the reference says the same."""
+    vocab = vocabulary(name)
+    peer = peer_or_skip(peer_name, vocab)
+    reference = Tokenizer(vocab, algorithm="naive")
+    assert peer.encode_ordinary(text) != reference.encode_ordinary(text)
+    assert peer.same_ids is False
+    assert "NOT EXACT" in peer.note and repr(text) in peer.note
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])

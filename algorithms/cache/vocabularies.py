@@ -111,10 +111,11 @@ def _layout_fingerprint() -> list:
 
 def source_key(source: str | Path, loader_id: str) -> str:
     """The cache key of a vocabulary built by ``loader_id`` from the file ``source``."""
+    from .digests import file_digest
+
     path = Path(source)
     st = path.stat()
-    with path.open("rb") as f:
-        content = hashlib.sha256(f.read()).hexdigest()
+    content = file_digest(path)
     described = [FORMAT_VERSION, loader_id, st.st_size, st.st_mtime_ns, content, _layout_fingerprint()]
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:32]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from importlib import metadata
 from typing import TypeVar
 
 from .encoder import Encoder
@@ -22,6 +21,8 @@ _REGISTRY: dict[str, type[Encoder]] = {}
 #: modules / entry points that failed to load: where -> one-line reason (``bpebench list`` shows them)
 BROKEN: dict[str, str] = {}
 _discovered = False
+#: the package of the built-in encoders (one module each)
+_BUILTIN_PREFIX = "bpebench.algorithms."
 
 E = TypeVar("E", bound=type[Encoder])
 
@@ -37,11 +38,16 @@ def register_encoder(cls: E) -> E:
     return cls
 
 
-def _discover() -> None:
-    global _discovered
-    if _discovered:
+_builtins_imported = False
+
+
+def _import_builtin_modules(*, again: bool = False) -> None:
+    """Import every encoder module of ``algorithms/`` (each registers itself; ``again`` walks
+    the folder once more, as a full discovery does)."""
+    global _builtins_imported
+    if _builtins_imported and not again:
         return
-    _discovered = True
+    _builtins_imported = True
     from bpebench import algorithms
 
     for info in pkgutil.iter_modules(algorithms.__path__):
@@ -52,6 +58,16 @@ def _discover() -> None:
             importlib.import_module(module_name)
         except Exception as exc:  # one broken module must not take every other encoder down
             BROKEN[module_name] = f"{type(exc).__name__}: {exc}"
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    from importlib import metadata  # ~10 ms to import: only when outside encoders are asked for
+
+    _import_builtin_modules(again=True)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in _REGISTRY:
             continue
@@ -76,7 +92,9 @@ def encoder_names() -> list[str]:
 
 def get_encoder_class(name: str) -> type[Encoder]:
     """The encoder class registered as ``name``; UnknownNameError lists the known names."""
-    _discover()
+    _import_builtin_modules()
+    if name not in _REGISTRY:  # an outside encoder: scan the entry points
+        _discover()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -84,8 +102,11 @@ def get_encoder_class(name: str) -> type[Encoder]:
 
 
 def default_encoder_name(vocabulary=None) -> str:
-    """The fastest registered exact encoder (that accepts ``vocabulary``, when given)."""
-    exact = [n for n in encoder_names() if _REGISTRY[n].is_exact()]
+    """The fastest built-in exact encoder (that accepts ``vocabulary``, when given). An outside
+    encoder is used when named and never becomes the default, so no entry point is scanned."""
+    _import_builtin_modules()
+    builtin = [n for n, cls in _REGISTRY.items() if cls.__module__.startswith(_BUILTIN_PREFIX)]
+    exact = sorted((n for n in builtin if _REGISTRY[n].is_exact()), key=lambda n: (_REGISTRY[n].speed_rank, n))
     if vocabulary is not None:
         exact = [n for n in exact if _REGISTRY[n].unsupported_reason(vocabulary) is None] or exact
     return exact[0]

@@ -46,15 +46,18 @@ NO_MERGE = np.int64(1) << 62
 #: ``token_offset`` when merged tokens are not their rank plus a constant: read ``token_of_rank``
 TABLE_TOKENS = np.iinfo(np.int64).min
 #: the arrays ``short_piece_tables`` returns
-TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "byte_pair_ranks", "token_of_rank", "token_offset"})
+TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "byte_pair_ranks", "token_of_rank", "token_offset",
+                         "unreachable"})
 
 
 def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
     """The fused pipeline's short-piece arrays (:data:`TABLE_NAMES`), memoised on ``vocab`` and
     stored in the on-disk vocabulary cache, so a cached load builds none of them:
     ``short_tokens``, ``medium_tokens``, ``byte_pair_ranks``, ``token_of_rank`` (empty when
-    ranks tie) and ``token_offset`` (``rank_token_offset``, one int64: 2-3 ms to compute for
-    o200k, a third of what a fused pipeline's set-up costs with the cache)."""
+    ranks tie), ``token_offset`` (``rank_token_offset``, one int64: 2-3 ms to compute for
+    o200k, a third of what a fused pipeline's set-up costs with the cache) and
+    ``unreachable`` (``has_unreachable`` as one int64: about 1 ms of page faults on the
+    mapped arrays otherwise)."""
     found = vocab.__dict__.get("_short_piece_tables")
     if found is None:
         by_rank = token_of_rank(matcher)
@@ -65,8 +68,19 @@ def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
             "token_of_rank": np.empty(0, dtype=np.int32) if by_rank is None else by_rank,
             "token_offset": np.array([TABLE_TOKENS if by_rank is None else rank_token_offset(by_rank)],
                                      dtype=np.int64),
+            "unreachable": np.array([has_unreachable(vocab, tables)], dtype=np.int64),
         }
     return found
+
+
+def has_unreachable(vocab, tables) -> bool:
+    """Whether some usable multi-byte token is one BPE never produces (then a whole-piece lookup,
+    tiktoken's shortcut, can differ from BPE)."""
+    from .compiled import NEVER
+
+    usable = np.ones(len(tables.priority), dtype=bool)
+    usable[list(vocab.excluded)] = False
+    return bool(((tables.priority >= NEVER) & (tables.token_len > 1) & usable).any())
 
 
 def token_of_rank(matcher) -> np.ndarray | None:

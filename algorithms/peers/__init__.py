@@ -22,7 +22,22 @@ Peers (all built offline from data in installed wheels or from the vocabulary):
 ``bpe-openai``     its bundled ``cl100k_base`` / ``o200k_base``
 ``quicktok``       its bundled ``cl100k_base`` / ``o200k_base`` / ``qwen3``
 ``rs-bpe``         its bundled ``cl100k_base`` / ``o200k_base`` (raw BPE by backtracking)
+``gigatoken``      ``gigatoken.Tokenizer.from_tiktoken(...).as_tiktoken()``: lists out
+``gigatoken-numpy`` the same tokenizer's native ``encode`` (a ``uint32`` array out)
+``fastokens``      ``fastokens.Tokenizer.from_tiktoken`` with the vocabulary's pattern (PCRE2)
+``toktok``         toktok-rs's bundled ``cl100k_base`` / ``o200k_base``
+``splintr``        its bundled ``cl100k_base`` / ``o200k_base``; other ranks with their pattern
+``tokie``          ``tokie.Tokenizer.from_json`` on the ``tokenizer.json`` (converted for ranks)
+``kitoken``        ``kitoken.Kitoken.from_tiktoken_file`` (it knows the OpenAI patterns only)
 =================  ===================================================================
+
+The peers that read a ranks file (gigatoken, fastokens, splintr, kitoken) get one written
+from the vocabulary under ``$BPEBENCH_CACHE/peers`` (once per vocabulary fingerprint).
+
+The exactness gate: every built peer is run on :data:`VERIFY_TEXTS` against the reference
+(``naive``) pipeline; ``same_ids`` says whether it agreed and ``note`` names the first text
+where it did not (tokie, for one, splits whitespace runs such as ``"a\\n \\nb"`` otherwise).
+Benchmarks and reports time only peers that pass it, and say which did not.
 """
 
 from __future__ import annotations
@@ -47,6 +62,10 @@ VERIFY_TEXTS = (
     "Hello world, it's 2026! Numbers 1234567 and  spaces\n\ttabs.",
     "naïve café 東京 مرحبا नमस्ते 👍🏽 e\u0301",
     "def f(x):\n    return x ** 2  # don't",
+    "a\n \nb",  # whitespace runs ending in a newline before a space: \\s*[\\r\\n]+ against \\s+(?!\\S)
+    "x  \n\n   \r\n\ty \u3000\u00a0z   ",
+    "I'M HERE'S they'LL   'tis 1\u0663\u0967 12345 /path/to\n//x",
+    "x <|endoftext|> y",  # a special-token literal is ordinary text here (kitoken cuts the text at it)
 )
 
 
@@ -118,8 +137,9 @@ def _plain_text_vocabulary(vocab: Vocabulary) -> str | None:
     return None
 
 
-def _normalize(vocab: Vocabulary) -> Callable[[str], str]:
-    if vocab.normalizer == "nfc":
+def _normalize(vocab: Vocabulary | None) -> Callable[[str], str]:
+    """What the peer must do to the text first (None: the library applies the file's own normalizer)."""
+    if vocab is not None and vocab.normalizer == "nfc":
         return lambda text: unicodedata.normalize("NFC", text)
     return lambda text: text
 
@@ -338,6 +358,157 @@ def _rs_bpe_build(vocab: Vocabulary) -> Peer:
     )
 
 
+# ----------------------------------------------------------------------------- the fast Rust peers
+#: our pattern names -> gigatoken's pre-tokenizer names
+_GIGATOKEN_PATTERNS = {"gpt2": "gpt2", "cl100k": "cl100k", "o200k": "o200k", "qwen2": "qwen2"}
+
+
+def _ranks_file(vocab: Vocabulary) -> str:
+    """A ``.tiktoken`` file of ``vocab``'s ranks (written once per fingerprint under
+    ``$BPEBENCH_CACHE/peers``) for the peers that only read files."""
+    import base64
+    import os
+    import tempfile
+
+    from ..cache.vocabularies import cache_dir
+
+    root = cache_dir()
+    folder = (root.parent if root is not None else Path(tempfile.gettempdir()) / "bpebench") / "peers"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{vocab.fingerprint[:32]}.tiktoken"
+    if not path.exists():
+        lines = b"".join(base64.b64encode(token) + b" %d\n" % rank for rank, token in enumerate(vocab.tokens))
+        scratch = path.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_bytes(lines)
+        os.replace(scratch, path)
+    return str(path)
+
+
+def _pattern_name(vocab: Vocabulary) -> str | None:
+    from ..formats.patterns import PATTERNS
+
+    if vocab.pattern in PATTERNS:
+        return vocab.pattern
+    return next((name for name, text in PATTERNS.items() if text == vocab.pattern), None)
+
+
+def _hf_file_or_ranks(vocab: Vocabulary) -> str | None:
+    """None when a peer that reads ``tokenizer.json`` files and rank files can take ``vocab``."""
+    if _source_kind(vocab) == "hf":
+        return None
+    return _tiktoken_unsupported(vocab)
+
+
+def _gigatoken_unsupported(vocab: Vocabulary) -> str | None:
+    if _source_kind(vocab) == "hf":
+        return None
+    reason = _tiktoken_unsupported(vocab)
+    if reason is None and _GIGATOKEN_PATTERNS.get(_pattern_name(vocab) or "") is None:
+        return f"gigatoken has no pre-tokenizer for the pattern {vocab.pattern!r}"
+    return reason
+
+
+def _gigatoken_tokenizer(vocab: Vocabulary):
+    import gigatoken
+
+    if _source_kind(vocab) == "hf":
+        return gigatoken.Tokenizer(vocab.source)
+    # without special tokens: gigatoken always carves the ones it knows out of the text (its
+    # ``encode_ordinary`` raises on a literal), while ``encode_ordinary`` must treat them as text
+    return gigatoken.Tokenizer.from_tiktoken(_ranks_file(vocab), pretokenizer=_GIGATOKEN_PATTERNS[_pattern_name(vocab)],
+                                             special_tokens={})
+
+
+def _gigatoken_build(vocab: Vocabulary) -> Peer:
+    encoding = _gigatoken_tokenizer(vocab).as_tiktoken()
+    normalize = _normalize(vocab)
+    return Peer(name="gigatoken", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=lambda text: encoding.encode_ordinary(normalize(text)),
+                decode_fn=encoding.decode, note="as_tiktoken(): lists out")
+
+
+def _gigatoken_numpy_build(vocab: Vocabulary) -> Peer:
+    tokenizer = _gigatoken_tokenizer(vocab)
+    normalize = _normalize(vocab)
+    return Peer(name="gigatoken-numpy", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=lambda text: tokenizer.encode(normalize(text)),
+                decode_fn=lambda ids: tokenizer.decode(list(ids)).decode("utf-8", "replace"),
+                note="native encode: a uint32 array out")
+
+
+def _fastokens_build(vocab: Vocabulary) -> Peer:
+    import fastokens
+
+    from ..formats.patterns import resolve_pattern
+
+    if _source_kind(vocab) == "hf":
+        tokenizer = fastokens.Tokenizer.from_file(vocab.source)
+        normalize = _normalize(None)
+    else:
+        tokenizer = fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
+                                                      special_tokens=dict(vocab.special_tokens))
+        normalize = _normalize(vocab)
+    return Peer(name="fastokens", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=lambda text: tokenizer.encode_ordinary(normalize(text)).ids,
+                decode_fn=tokenizer.decode)
+
+
+def _toktok_build(vocab: Vocabulary) -> Peer:
+    import toktok
+
+    encoding = toktok._encoding(vocab.name)  # its full encode surface (the public API only counts)
+    return Peer(name="toktok", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=encoding.encode_ordinary, count_fn=encoding.count,
+                decode_fn=encoding.decode, note=f"bundled {vocab.name!r}")
+
+
+def _splintr_unsupported(vocab: Vocabulary) -> str | None:
+    from ..formats.patterns import resolve_pattern
+
+    reason = _tiktoken_unsupported(vocab)
+    if reason is None and _builtin_name(vocab, _OPENAI) is None and re.search(r"[+*?}]\+", resolve_pattern(vocab.pattern)):
+        return "splintr's regex engine has no possessive quantifiers (it bundles cl100k_base, o200k_base)"
+    return reason
+
+
+def _splintr_build(vocab: Vocabulary) -> Peer:
+    import splintr
+
+    from ..formats.patterns import resolve_pattern
+
+    if _builtin_name(vocab, _OPENAI) is not None:
+        tokenizer = splintr.Tokenizer.from_pretrained(vocab.name)
+    else:
+        tokenizer = splintr.Tokenizer(_ranks_file(vocab), resolve_pattern(vocab.pattern), dict(vocab.special_tokens))
+    normalize = _normalize(vocab)
+    return Peer(name="splintr", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=lambda text: tokenizer.encode_ordinary(normalize(text)),
+                decode_fn=tokenizer.decode)
+
+
+def _tokie_build(vocab: Vocabulary) -> Peer:
+    import tokie
+
+    if _source_kind(vocab) == "hf":
+        path = vocab.source
+    else:
+        path = _ranks_file(vocab)[: -len(".tiktoken")] + ".tokenizer.json"
+        if not Path(path).exists():
+            hf_tokenizer_from_vocabulary(vocab).save(path)
+    tokenizer = tokie.Tokenizer.from_json(str(path))
+    return Peer(name="tokie", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
+                decode_fn=tokenizer.decode)
+
+
+def _kitoken_build(vocab: Vocabulary) -> Peer:
+    import kitoken
+
+    encoder = kitoken.Kitoken.from_tiktoken_file(_ranks_file(vocab))
+    return Peer(name="kitoken", library_version="", vocabulary_name=vocab.name,
+                encode_ordinary_fn=encoder.encode, decode_fn=lambda ids: encoder.decode(list(ids)).decode("utf-8", "replace"))
+
+
 PEERS: dict[str, PeerSpec] = {
     spec.name: spec
     for spec in [
@@ -348,6 +519,13 @@ PEERS: dict[str, PeerSpec] = {
         PeerSpec("quicktok", "quicktok-v1", "quicktok", _bundled_unsupported(tuple(_QUICKTOK_NAMES)),
                  _quicktok_build),
         PeerSpec("rs-bpe", "rs_bpe", "rs_bpe", _bundled_unsupported(_OPENAI), _rs_bpe_build),
+        PeerSpec("gigatoken", "gigatoken", "gigatoken", _gigatoken_unsupported, _gigatoken_build),
+        PeerSpec("gigatoken-numpy", "gigatoken", "gigatoken", _gigatoken_unsupported, _gigatoken_numpy_build),
+        PeerSpec("fastokens", "fastokens", "fastokens", _hf_file_or_ranks, _fastokens_build),
+        PeerSpec("toktok", "toktok-rs", "toktok", _bundled_unsupported(_OPENAI), _toktok_build),
+        PeerSpec("splintr", "splintr-rs", "splintr", _splintr_unsupported, _splintr_build),
+        PeerSpec("tokie", "tokie", "tokie", _hf_unsupported, _tokie_build),
+        PeerSpec("kitoken", "kitoken", "kitoken", _bundled_unsupported(_OPENAI), _kitoken_build),
     ]
 }
 
@@ -378,9 +556,19 @@ def verify_peer(peer: Peer, vocab: Vocabulary, texts: Sequence[str] = VERIFY_TEX
     from ..pipeline.tokenizer import Tokenizer
 
     reference = Tokenizer(vocab, algorithm="naive")
-    peer.same_ids = all(peer.encode_ordinary(t) == reference.encode_ordinary(t) for t in texts)
+    differs = None
+    for text in texts:
+        try:
+            agrees = peer.encode_ordinary(text) == reference.encode_ordinary(text)
+        except Exception as exc:  # noqa: BLE001 - a peer that raises on a text fails the gate
+            differs = f"{text!r} raised {type(exc).__name__}"
+            break
+        if not agrees:
+            differs = repr(text)
+            break
+    peer.same_ids = differs is None
     if not peer.same_ids:
-        peer.note = "; ".join(filter(None, [peer.note, "ids differ from the reference on the verification sample"]))
+        peer.note = "; ".join(filter(None, [peer.note, f"NOT EXACT: ids differ from the reference on {differs}"]))
     return peer.same_ids
 
 

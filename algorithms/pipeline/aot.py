@@ -70,7 +70,7 @@ MODULE_NAME = "_bpebench_fused_aot"
 #: the helper extension built beside it from ``ID_LISTS_SOURCE``
 ID_LISTS_MODULE = "_bpebench_ids"
 ID_LISTS_SOURCE = "id_lists.c"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 4
 _OFF = {"0", "off", "no", "false"}
 #: builds kept in the ``aot`` directory (other checkouts or versions may use the older ones)
 _KEEP = 4
@@ -116,13 +116,14 @@ def build_key() -> str:
 def _key_parts() -> dict:
     import platform
 
+    from ..cache.digests import file_digest
     from ..kernels.jit import ALGORITHMS_ROOT
 
     root = Path(ALGORITHMS_ROOT)
     sources = {}
     for name in sorted(KEY_SOURCES):
         try:
-            sources[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()
+            sources[name] = file_digest(root / name)
         except OSError:
             sources[name] = None
     return {
@@ -265,14 +266,17 @@ class AotModule:
         self.id_lists = id_lists
 
     def entry_points(self, plan):
-        """``(encode_utf8, encode_utf8_batch)`` bound to ``plan``, called like the numba kernels:
-        ``encode_utf8(plan, data, out)``, ``encode_utf8_batch(plan, data, text_offsets, out, out_offsets)``.
+        """``(encode_utf8, encode_utf8_batch, encode_pieces)`` bound to ``plan``, called like the numba
+        kernels: ``encode_utf8(plan, data, out, cache)``,
+        ``encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache)``,
+        ``encode_pieces(plan, data, piece_ends, out, cache)``.
 
         The plan's leaves are checked once (and again if another plan is passed), the
         other arrays on every call (about 0.2 us). Raises AotError if the plan does not
         match the compiled types."""
         return (_encode_entry(self.module.encode_utf8, self.manifest["plan"], plan),
-                _batch_entry(self.module.encode_utf8_batch, self.manifest["plan"], plan))
+                _batch_entry(self.module.encode_utf8_batch, self.manifest["plan"], plan),
+                _pieces_entry(self.module.encode_pieces, self.manifest["plan"], plan))
 
 
 _U8, _I32, _I64 = np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
@@ -294,14 +298,16 @@ def _binder(function, description: dict, plan) -> list:
 def _encode_entry(function, description: dict, plan):
     state, rebind = _binder(function, description, plan)
 
-    def encode_utf8(plan, data, out):
+    def encode_utf8(plan, data, out, cache):
         bound = state[1] if plan is state[0] else rebind(plan)
         # the common case in a few attribute reads (a non-array has no dtype identical to these)
         if (data.dtype is not _U8 or out.dtype is not _I32 or data.ndim != 1 or out.ndim != 1
                 or len(out) < len(data) or not data.flags.c_contiguous or not _writable_contiguous(out.flags)):
             _check_vector("data", data, _U8, 0)
             _check_vector("out", out, _I32, len(data), writable=True)
-        return bound(data, out)
+        if cache is not _last_cache[0]:
+            _check_cache(cache)
+        return bound(data, out, cache)
 
     return encode_utf8
 
@@ -309,7 +315,7 @@ def _encode_entry(function, description: dict, plan):
 def _batch_entry(function, description: dict, plan):
     state, rebind = _binder(function, description, plan)
 
-    def encode_utf8_batch(plan, data, text_offsets, out, out_offsets):
+    def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
         bound = state[1] if plan is state[0] else rebind(plan)
         _check_vector("data", data, _U8, 0)
         _check_vector("out", out, _I32, len(data), writable=True)
@@ -317,9 +323,45 @@ def _batch_entry(function, description: dict, plan):
         _check_vector("out_offsets", out_offsets, _I64, len(text_offsets), writable=True)
         if not 0 <= text_offsets[0] <= text_offsets[-1] <= len(data):
             raise ValueError("text_offsets run outside data")
-        return bound(data, text_offsets, out, out_offsets)
+        if cache is not _last_cache[0]:
+            _check_cache(cache)
+        return bound(data, text_offsets, out, out_offsets, cache)
 
     return encode_utf8_batch
+
+
+def _pieces_entry(function, description: dict, plan):
+    state, rebind = _binder(function, description, plan)
+
+    def encode_pieces(plan, data, piece_ends, out, cache):
+        bound = state[1] if plan is state[0] else rebind(plan)
+        _check_vector("data", data, _U8, 0)
+        _check_vector("out", out, _I32, len(data), writable=True)
+        _check_vector("piece_ends", piece_ends, _I64, 0)
+        if len(piece_ends) and (piece_ends[-1] != len(data) or (len(piece_ends) > 1 and (piece_ends[1:] <= piece_ends[:-1]).any())
+                                or piece_ends[0] <= 0):
+            raise ValueError("piece_ends must increase from above 0 to len(data)")
+        if cache is not _last_cache[0]:
+            _check_cache(cache)
+        return bound(data, piece_ends, out, cache)
+
+    return encode_pieces
+
+
+#: the last piece cache that passed ``_check_cache`` (its shape and flags cannot change afterwards)
+_last_cache: list = [None]
+
+
+def _check_cache(cache) -> None:
+    """A piece cache is int64[slots + 1, 8], C-contiguous, writable, ``slots`` 0 or a power of two."""
+    if not (isinstance(cache, np.ndarray) and cache.dtype == _I64 and cache.ndim == 2 and cache.shape[1] == 8
+            and cache.shape[0] >= 1 and cache.flags.c_contiguous and cache.flags.aligned and cache.flags.writeable
+            and cache.flags.owndata):
+        raise TypeError("cache must be a writable C-contiguous int64[slots + 1, 8] array of its own")
+    slots = cache.shape[0] - 1
+    if slots & (slots - 1):
+        raise ValueError(f"cache slots must be 0 or a power of two, not {slots}")
+    _last_cache[0] = cache
 
 
 def _writable_contiguous(flags) -> bool:
@@ -417,12 +459,15 @@ def verify_dir(directory: Path) -> tuple[dict, Path]:
 
 def _verified_file(directory: Path, record: dict, what: str) -> Path:
     """``directory / record["file"]`` if its size and sha256 are the recorded ones."""
+    from ..cache.digests import file_digest
+
     path = directory / str(record.get("file", ""))
     try:
-        data = path.read_bytes()
+        size = path.stat().st_size
+        digest = file_digest(path)  # remembered by stat, as git's index does: no re-read per process
     except OSError as exc:
         raise AotError(f"{what} file unreadable: {exc}") from None
-    if len(data) != record.get("size") or hashlib.sha256(data).hexdigest() != record.get("sha256"):
+    if size != record.get("size") or digest != record.get("sha256"):
         raise AotError(f"{what} file damaged (size or sha256 differ)")
     return path
 

@@ -49,6 +49,7 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         from numba import types
         from numba.pycc import CC
 
+        _release_the_gil()
         try:
             cc = CC(MODULE_NAME, source_module=__name__)  # checks that a C compiler works
         except Exception as exc:  # noqa: BLE001 - numba's message is several lines
@@ -65,9 +66,11 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         offsets = types.Array(types.int64, 1, "C", readonly=True)
         ids = types.Array(types.int32, 1, "C")
         out_offsets = types.Array(types.int64, 1, "C")
-        cc.export("encode_utf8", types.int64(*leaf_types, data, ids))(exports["encode_utf8"])
-        cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets))(
+        cache = types.Array(types.int64, 2, "C")
+        cc.export("encode_utf8", types.int64(*leaf_types, data, ids, cache))(exports["encode_utf8"])
+        cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
+        cc.export("encode_pieces", types.int64(*leaf_types, data, offsets, ids, cache))(exports["encode_pieces"])
         cc.compile()
         cpu = llvm.get_host_cpu_name()
         id_lists = _compile_id_lists(out_dir)
@@ -79,6 +82,23 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return 0
+
+
+def _release_the_gil() -> None:
+    """Make the exported functions release the GIL while they run, as ``@njit(nogil=True)`` does:
+    threads then encode in parallel (the kernels touch no Python object). pycc has no option for
+    it; its compiler takes the flags of a fresh ``Flags()``, so this build process gives it
+    flags with ``release_gil`` set."""
+    from numba.pycc import compiler as pycc_compiler
+
+    base = pycc_compiler.Flags
+
+    class ReleasingFlags(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    pycc_compiler.Flags = ReleasingFlags
 
 
 def _compile_id_lists(out_dir: Path) -> Path:
@@ -117,7 +137,8 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     import importlib
 
     namespace: dict = {"__name__": f"{__name__}_exports",
-                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch}
+                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
+                       "_encode_pieces": fast_pipeline.encode_pieces}
     names = {leaf["path"]: f"a{i}" for i, leaf in enumerate(description["leaves"])}
     classes = {}
     for i, (prefix, spec) in enumerate(description["records"].items()):
@@ -136,12 +157,14 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
 
     params = ", ".join(names.values())
     plan = construct("")
-    source = (f"def encode_utf8({params}, data, out):\n"
-              f"    return _encode_utf8({plan}, data, out)\n\n"
-              f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets):\n"
-              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets)\n")
+    source = (f"def encode_utf8({params}, data, out, cache):\n"
+              f"    return _encode_utf8({plan}, data, out, cache)\n\n"
+              f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets, cache):\n"
+              f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n\n"
+              f"def encode_pieces({params}, data, piece_ends, out, cache):\n"
+              f"    return _encode_pieces({plan}, data, piece_ends, out, cache)\n")
     exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
-    return {"encode_utf8": namespace["encode_utf8"], "encode_utf8_batch": namespace["encode_utf8_batch"]}
+    return {name: namespace[name] for name in ("encode_utf8", "encode_utf8_batch", "encode_pieces")}
 
 
 def example_plan():

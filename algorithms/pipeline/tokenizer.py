@@ -13,10 +13,10 @@ tiktoken's (tiktoken vocabularies), HF's (``tokenizer.json``) or sentencepiece's
 
 Two ways through the middle, with identical ids:
 
-* the fused pipeline (:mod:`bpebench.algorithms.pipeline.fast_pipeline`): when the vocabulary's
-  pattern has a compiled pre-tokenizer and the encoder is ``backtracking`` (the
-  default), a whole text, or a whole batch, is split and encoded in one numba
-  call (``fused`` is True);
+* the fused pipeline (:mod:`bpebench.algorithms.pipeline.fast_pipeline`): when the encoder is
+  ``backtracking`` (the default), a whole text, or a whole batch, is split and encoded in
+  one compiled call (``fused`` is True); a pattern with no compiled pre-tokenizer is split
+  by ``regex`` and its pieces go through the same compiled BPE stage;
 * the reference path: the pre-tokenizer's ``split`` gives ``str`` pieces, the
   encoder encodes them. Every other encoder uses it with ``regex.findall`` (so a
   ``naive`` Tokenizer shares no code with the fused one); ``pretokenizer="regex"``
@@ -39,6 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
+from .parallel import MIN_PARALLEL_BYTES, cut_text, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
@@ -113,6 +114,9 @@ class Tokenizer:
             with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
             reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
             object with ``split(text) -> list[str]``. Without a pattern the whole text is one piece.
+        piece_cache: the fused pipeline's exact piece cache (multi-token pieces of up to 24 bytes
+            -> their ids, per thread, kept across calls): True for the default size (16,384 rows,
+            1 MiB per thread), False to turn it off, or a power of two (rows of 64 bytes).
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class Tokenizer:
         *,
         algorithm: str | Encoder | None = None,
         pretokenizer=None,
+        piece_cache: bool | int = True,
     ) -> None:
         from .fast_pipeline import supported_pattern, unsupported_reason
 
@@ -144,11 +149,14 @@ class Tokenizer:
                 f"{vocabulary.name}: pattern {vocabulary.pattern!r} has no compiled pre-tokenizer;"
                 " use pretokenizer='regex'"
             )
+        # the fused pipeline behind ``regex``: the default for a pattern with no compiled pre-tokenizer
+        regex_fused = False
         if pretokenizer is None:
             # the compiled pre-tokenizer only where it is fused; elsewhere regex stays the
             # reference, so that e.g. a ``naive`` Tokenizer is an oracle independent of it
-            fusable = compiled_name is not None and self._encoder_is_fusable()
-            pretokenizer = "compiled" if fusable and unsupported_reason(vocabulary) is None else "regex"
+            fusable = self._encoder_is_fusable() and unsupported_reason(vocabulary) is None
+            pretokenizer = "compiled" if fusable and compiled_name is not None else "regex"
+            regex_fused = fusable and compiled_name is None
         if pretokenizer == "compiled":
             from .pretokenize_compiled import CompiledPretokenizer
 
@@ -157,11 +165,19 @@ class Tokenizer:
             pretokenizer = pretokenizer_for(vocabulary)
         self.pretokenizer = pretokenizer
         self._fused = None
-        if type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable():
+        if regex_fused or (type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable()):
             if unsupported_reason(vocabulary) is None:
                 from .fast_pipeline import fused_pipeline
 
-                self._fused = fused_pipeline(vocabulary)
+                if piece_cache is True:
+                    slots = None
+                elif piece_cache is False:
+                    slots = 0
+                elif isinstance(piece_cache, int) and piece_cache >= 0 and not piece_cache & (piece_cache - 1):
+                    slots = piece_cache
+                else:
+                    raise BpebenchError(f"piece_cache must be True, False or a power of two, not {piece_cache!r}")
+                self._fused = fused_pipeline(vocabulary, slots)
         self._normalize, self._denormalize = NORMALIZERS[vocabulary.normalizer]
         specials = vocabulary.special_tokens
         self._special_regex = _literal_regex(frozenset(specials)) if specials else None
@@ -284,21 +300,70 @@ class Tokenizer:
             return self._fused.encode_utf8(utf8(text))
         return self._reference(valid_text(text))
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` treating special-token literals as plain text (but for literals a
-        GGUF file says are always cut out, llama.cpp's USER_DEFINED tokens)."""
+    def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
+        """Encode ``text`` treating special-token literals as plain text (but for literals a GGUF
+        file says are always cut out, llama.cpp's USER_DEFINED tokens). A long text is cut at
+        pre-token boundaries and its parts encoded on ``num_threads`` threads (default: every
+        CPU, or ``BPEBENCH_NUM_THREADS``), with the same ids."""
         if self._carver is not None and self._carver.always:
             return self._join(self._carver.segments(text, frozenset()))
-        return self._encode_plain(text)
+        return self._encode_plain(text, num_threads=num_threads)
 
-    def _encode_plain(self, text: str) -> list[int]:
+    def _encode_plain(self, text: str, *, num_threads: int | None = None) -> list[int]:
         """Ids of ``text`` with no special token carved out."""
         if self._fused is not None and text:
-            return self._fused.encode_list(utf8(self._normalize(text)))
+            normalized = self._normalize(text)
+            if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
+                return self._fused.id_list(self._parallel_array(normalized, thread_count(num_threads)))
+            return self._fused.encode_list(utf8(normalized))
         if self._hf is not None:
             return self._hf.encode(valid_text(text), _carve_none)
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
+
+    def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
+        """int32 ids of a long normalized text: its parts (cut at pre-token boundaries) on threads."""
+        from .fast_pipeline import supported_pattern
+
+        parts = cut_text(normalized, threads, supported_pattern(self.vocabulary))
+        arrays = run_all(lambda part: self._fused.encode_utf8(utf8(part)), parts, threads)
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+        num_threads: int | None = None,
+    ) -> np.ndarray:
+        """``encode`` as one ``uint32`` array (tiktoken's name and semantics): the fused pipeline
+        writes the ids into one buffer, and no Python int is made. A long text is spread over
+        ``num_threads`` threads as in ``encode_ordinary``."""
+        if self._hf is not None:  # added tokens are matched by the component pipeline itself
+            return np.array(self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special),
+                            dtype=np.uint32)
+        allowed = self._allowed_special(text, allowed_special, disallowed_special)
+        segments = self._segments(text, allowed)
+        if len(segments) == 1:
+            return self._ordinary_array(segments[0], num_threads)
+        parts = [np.array([s], dtype=np.uint32) if isinstance(s, int) else self._ordinary_array(s, num_threads)
+                 for s in segments]
+        return np.concatenate(parts)
+
+    def _ordinary_array(self, text: str, num_threads: int | None = None) -> np.ndarray:
+        """The ids of ordinary ``text`` as a new ``uint32`` array of exactly their length."""
+        if self._fused is not None and text:
+            normalized = self._normalize(text)
+            if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
+                return self._parallel_array(normalized, thread_count(num_threads)).view(np.uint32)
+            return self._fused.encode_array(utf8(normalized))
+        return np.array(self.encode_ordinary(text), dtype=np.uint32)
+
+    def piece_cache_stats(self) -> dict | None:
+        """The fused pipeline's piece-cache counters (see ``FusedPipeline.piece_cache_stats``), or
+        None when texts do not go through the fused pipeline."""
+        return self._fused.piece_cache_stats() if self._fused is not None else None
 
     def _reference(self, text: str) -> list[int]:
         """Ids of normalized ``text`` through ``pretokenizer.split`` and the encoder."""
@@ -411,27 +476,39 @@ class Tokenizer:
                 out.extend(self._encode_plain(segment))
         return out
 
-    def encode_ordinary_batch(self, texts: Iterable[str]) -> list[list[int]]:
-        """``[encode_ordinary(t) for t in texts]``, with all texts in one compiled call."""
+    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """``[encode_ordinary(t) for t in texts]``: the texts cut into one contiguous group per
+        thread (``num_threads``, default every CPU or ``BPEBENCH_NUM_THREADS``), each group one
+        compiled call; the same ids on any number of threads."""
         texts = list(texts)
         if self._fused is None:
             return [self.encode_ordinary(t) for t in texts]
         normalize = self._normalize
         data = [utf8(normalize(text)) if text else b"" for text in texts]
-        ids, offsets = self._fused.encode_utf8_batch(data)
-        return self._fused.id_lists(ids, offsets)
+        sizes = [len(d) for d in data]
+        threads = thread_count(num_threads) if sum(sizes) >= MIN_PARALLEL_BYTES else 1
+        fused = self._fused
+
+        def group(bounds: tuple[int, int]) -> list[list[int]]:
+            ids, offsets = fused.encode_utf8_batch(data[bounds[0]:bounds[1]])
+            return fused.id_lists(ids, offsets)
+
+        return [ids for part in run_all(group, split_batch(sizes, threads), threads) for ids in part]
 
     def encode_batch(self, texts: Iterable[str], **kwargs) -> list[list[int]]:
         """``[encode(t, **kwargs) for t in texts]``, ordinary text of all texts in one compiled call."""
-        unknown = set(kwargs) - {"allowed_special", "disallowed_special"}
+        unknown = set(kwargs) - {"allowed_special", "disallowed_special", "num_threads"}
         if unknown:
             raise TypeError(f"encode_batch() got unexpected keyword arguments {sorted(unknown)}")
         allowed_special = kwargs.get("allowed_special", frozenset())
         disallowed_special = kwargs.get("disallowed_special", "all")
+        if self._hf is not None:  # the component pipeline matches added tokens itself (HF's rules)
+            return [self.encode(t, allowed_special=allowed_special, disallowed_special=disallowed_special)
+                    for t in texts]
         segmented = [self._segments(t, self._allowed_special(t, allowed_special, disallowed_special))
                      for t in texts]
         ordinary = [s for segments in segmented for s in segments if isinstance(s, str)]
-        encoded = iter(self.encode_ordinary_batch(ordinary))
+        encoded = iter(self.encode_ordinary_batch(ordinary, num_threads=kwargs.get("num_threads")))
         out = []
         for segments in segmented:
             ids: list[int] = []

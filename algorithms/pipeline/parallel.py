@@ -1,0 +1,130 @@
+"""Every core: batches and long texts spread over threads, with the ids of one thread. Exact.
+
+The fused kernel releases the GIL while it runs (the ahead-of-time module is built that
+way, the JIT entry points are ``nogil``), and each thread keeps its own piece cache, so
+threads of one process encode in parallel. Two ways to make the work:
+
+* a **batch** is cut into one contiguous group of texts per thread, of about equal bytes;
+  each group is one kernel call; the groups' results are joined in order;
+* a **long text** is cut into parts at *pre-token boundaries*, so each part's ids are
+  exactly that stretch of the whole text's ids (BPE runs piece by piece). A boundary
+  that needs no scan from the start: a line feed followed by a letter. For the five
+  patterns of :mod:`bpebench.algorithms.formats.patterns` no piece holds both (a piece with
+  ``\\n`` is a whitespace run, or punctuation with its trailing ``[\\r\\n/]*``; the letter
+  alternatives' optional prefix excludes ``\\r\\n``), so a piece starts at that letter.
+  Other patterns are never cut (:data:`CUTTABLE_PATTERNS`). A text with no such place
+  near a cut stays in fewer parts.
+
+Threads: ``num_threads`` when given, else ``BPEBENCH_NUM_THREADS``, else the CPUs this
+process may run on. Work under :data:`MIN_PARALLEL_BYTES` stays on the calling thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence, TypeVar
+
+import regex
+
+from bpebench.errors import BpebenchError
+
+T = TypeVar("T")
+
+#: below this many bytes of text, threads cost more than they give
+MIN_PARALLEL_BYTES = 1 << 16
+#: patterns whose pieces never hold a line feed followed by a letter (see the module docstring)
+CUTTABLE_PATTERNS = frozenset({"gpt2", "cl100k", "o200k", "llama3", "qwen2"})
+#: how far from an even cut a boundary is looked for (characters, each way)
+CUT_WINDOW = 1 << 16
+_BOUNDARY = regex.compile(r"\n(?=\p{L})")
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def thread_count(num_threads: int | None = None) -> int:
+    """``num_threads``, else ``$BPEBENCH_NUM_THREADS``, else the CPUs this process may use."""
+    if num_threads is None:
+        configured = os.environ.get("BPEBENCH_NUM_THREADS", "").strip()
+        if configured:
+            try:
+                num_threads = int(configured)
+            except ValueError:
+                raise BpebenchError(f"BPEBENCH_NUM_THREADS must be a whole number, not {configured!r}") from None
+        else:
+            num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise BpebenchError(f"num_threads must be a whole number >= 1, not {num_threads!r}")
+    return num_threads
+
+
+def run_all(function: Callable[[T], object], items: Sequence[T], threads: int) -> list:
+    """``[function(item) for item in items]``, on up to ``threads`` threads of a shared pool
+    (the calling thread runs one share itself)."""
+    if threads <= 1 or len(items) <= 1:
+        return [function(item) for item in items]
+    pool = _shared_pool(min(threads, len(items)) - 1)
+    futures = [pool.submit(function, item) for item in items[1:]]
+    first = function(items[0])
+    return [first, *(f.result() for f in futures)]
+
+
+def _shared_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            old = _pool
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bpebench")
+            _pool_size = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def split_batch(sizes: Sequence[int], parts: int) -> list[tuple[int, int]]:
+    """``(start, end)`` index ranges cutting ``sizes`` into at most ``parts`` contiguous groups of
+    about equal total size (none empty).
+
+    >>> split_batch([5, 5, 5, 5], 2)
+    [(0, 2), (2, 4)]
+    """
+    total = sum(sizes)
+    groups: list[tuple[int, int]] = []
+    start = 0
+    running = 0
+    for i, size in enumerate(sizes):
+        running += size
+        if len(groups) < parts - 1 and running * parts >= total * (len(groups) + 1) and i + 1 < len(sizes):
+            groups.append((start, i + 1))
+            start = i + 1
+    if start < len(sizes):
+        groups.append((start, len(sizes)))
+    return groups
+
+
+def cut_text(text: str, parts: int, pattern_name: str | None) -> list[str]:
+    """``text`` cut into at most ``parts`` pieces at pre-token boundaries (``"".join`` gives it
+    back); one piece when the pattern is not in :data:`CUTTABLE_PATTERNS`."""
+    if parts <= 1 or pattern_name not in CUTTABLE_PATTERNS:
+        return [text]
+    cuts = []
+    for k in range(1, parts):
+        target = k * len(text) // parts
+        match = _BOUNDARY.search(text, target, min(len(text), target + CUT_WINDOW))
+        found = match.start() if match is not None else _last_boundary(text, max(0, target - CUT_WINDOW), target)
+        if found is not None:
+            cut = found + 1  # after the line feed: the letter starts a piece
+            if (not cuts or cut > cuts[-1]) and 0 < cut < len(text):
+                cuts.append(cut)
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _last_boundary(text: str, start: int, end: int) -> int | None:
+    last = None
+    for match in _BOUNDARY.finditer(text, start, end):
+        last = match.start()
+    return last

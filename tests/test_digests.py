@@ -1,0 +1,50 @@
+"""The stat-keyed digest index: the same sha256 as reading the file, never a stale one."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+from bpebench.algorithms.cache import digests
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_digest_is_the_files_sha256_and_follows_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"one")
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    assert digests.file_digest(path) == _sha(path)
+    assert digests.index_path().exists()
+    assert digests.file_digest(path) == _sha(path)  # from the index now
+    path.write_bytes(b"two")  # same size, new modification time
+    assert digests.file_digest(path) == _sha(path)
+
+
+def test_a_file_modified_just_before_it_was_hashed_is_read_again(tmp_path, monkeypatch):
+    """Same size and the same mtime tick: the entry was never trusted, so the new bytes count."""
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"aaaa")
+    first = digests.file_digest(path)
+    stamp = path.stat().st_mtime_ns
+    path.write_bytes(b"bbbb")
+    os.utime(path, ns=(stamp, stamp))  # as if rewritten within the same clock tick
+    assert digests.file_digest(path) == _sha(path) != first
+
+
+def test_a_damaged_index_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path / "cache"))
+    digests.index_path().parent.mkdir(parents=True)
+    digests.index_path().write_text("{not json")
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 100)
+    assert digests.file_digest(path) == _sha(path)
+    digests.index_path().write_text('{"%s": "garbage"}' % path.resolve())
+    digests._memo = None
+    assert digests.file_digest(path) == _sha(path)
