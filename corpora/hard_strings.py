@@ -1,0 +1,170 @@
+"""The hard-string set: short texts tokenizers tend to get wrong, each its own document.
+
+Every pipeline stage has inputs where implementations part ways: scripts without spaces,
+emoji glued by zero-width joiners, combining marks, digit runs of every length, each kind of
+whitespace, contractions in every case, special-token literals inside ordinary text,
+characters normalizers rewrite (compatibility forms, ligatures, case) and long runs of one
+character class. ``bpebench parity`` runs these by default; tests use them wherever a
+hard-string set is wanted.
+
+* :data:`GOLDEN_TEXTS`: the texts ``tests/golden/golden.json`` records the real libraries'
+  ids for (``tests/golden/make_golden.py`` imports them); append only, the committed ids
+  follow this order.
+* :data:`HARD_STRINGS`: those and every group below, without repeats.
+
+>>> len(HARD_STRINGS) == len(set(HARD_STRINGS)) > len(GOLDEN_TEXTS)
+True
+"""
+
+from __future__ import annotations
+
+GOLDEN_TEXTS: tuple[str, ...] = (
+    "hello world",
+    " hello world",
+    "Hello, World! How are you today?",
+    "The quick brown fox jumps over the lazy dog.",
+    "  two leading spaces and three trailing   ",
+    "a  b   c    d     e      f",
+    "x" + " " * 17 + "y",
+    "tab\tseparated\t\tvalues\t",
+    "windows\r\nline\r\n\r\nendings\r\n",
+    "\n\n\nnewlines only\n\n",
+    "IT'S he'S they'll We'LL I'VE you've she'd HE'D I'm I'M don't DON'T",
+    "'s 'S 't 're 've 'm 'll 'd",
+    " ".join("1234567890123"[:k] for k in range(1, 13)),
+    "0 00 000 0000 00000 000000 3.14159 1,000,000 2026-07-01",
+    "東京は日本の首都です。今日はいい天気ですね。",
+    "中文分词测试：你好，世界！",
+    "مرحبا بالعالم، كيف حالك؟",
+    "नमस्ते दुनिया, आप कैसे हैं?",
+    "Привет, мир! Ελληνικά γράμματα.",
+    "emoji 😀👍🏽 family 👨‍👩‍👧‍👦 coder 👩‍💻 flag 🇯🇵",
+    "e\u0301 n\u0303 a\u0308 (combining) vs é ñ ä (precomposed)",
+    "Z\u0351\u036b\u0343\u036a\u0302\u036b\u033d\u034f\u0334\u0319\u0324\u031e\u0349\u035a\u032f\u031e\u0320\u034dalgo",
+    "def f(x):\n    if x > 0:\n        return x ** 2\n    return -x  # comment\n",
+    "\tfor (int i = 0; i < n; ++i) {\n\t\tsum += a[i];\n\t}\n",
+    "<html><body class=\"main\">&amp; &lt;tag&gt;</body></html>",
+    "https://example.com/path?query=1&x=%20#frag user@example.org",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "!!!!!!?????......,,,,;;;;::::----____====",
+    "The end of text: <|endoftext|> and more <|endoftext|>",
+    "fim <|fim_middle|> im <|im_start|>user<|im_end|> s <s> </s> <unk>",
+    "\u00a0non-breaking\u00a0space\u2003em space\u3000ideographic space",
+    "\u2581already a sentencepiece space\u2581\u2581",
+    "mixed 한국어 text with English and 日本語 and العربية",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝕄𝕒𝕥𝕙 𐍈 𝄞 supplementary planes",
+    "\x00\x01\x07\x1b[31mcontrol\x1b[0m\x7f",
+    "",
+    " ",
+    "a",
+)
+
+#: every character Unicode, Python's ``str.isspace`` or a common regex engine calls whitespace,
+#: and invisible ones that are not but look like it
+SPACE_CHARACTERS: tuple[str, ...] = (
+    "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", " ", "\x85", "\xa0", "\u1680",
+    "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009",
+    "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000",
+    "\u180e", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",
+)
+
+#: each space character between letters, doubled before a word and trailing; then mixtures
+WHITESPACE: tuple[str, ...] = tuple(f"a{c}b {c}{c}x y{c}" for c in SPACE_CHARACTERS) + (
+    "".join(SPACE_CHARACTERS),
+    " \t \n \r\n \u3000 \xa0x",
+    "word\n\n\n\n    indented\n\t\t\ttabs   \n",
+    "trailing spaces    ",
+    "\r\r\n\n\r",
+)
+
+_DIGITS = (
+    "0123456789",
+    "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669",  # Arabic-Indic
+    "\u0966\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e\u096f",  # Devanagari
+    "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19",  # fullwidth
+)
+
+#: digit runs of length 1 to 12 in four scripts (each run its own text), then numbers in context
+DIGIT_RUNS: tuple[str, ...] = tuple(
+    "".join(digits[i % 10] for i in range(1, k + 1)) for digits in _DIGITS for k in range(1, 13)
+) + (
+    "x1 x12 x123 x1234 12a 3.14 -42 1e10 0x1F 1,234,567.89 \u00bd \u00b2 \u00b3 \u216b \u2460\u2461\u2462",
+    "version 10.0.19045 build 22621 on 2026-07-01T12:34:56Z",
+)
+
+CONTRACTIONS: tuple[str, ...] = (
+    "I'd've y'all can't won't shan't o'clock rock'n'roll",
+    "it\u2019s don\u2019t we\u2019ll they\u2019re I\u2019m",
+    "'''' ''s ' s 's' \"'s\" ('ll) x's's",
+    "DON'T Don't dOn'T THEY'RE They'Re",
+    "l'homme d'accord aujourd'hui",
+)
+
+#: special-token literals of the common vocabularies, alone, doubled, glued and broken
+SPECIAL_LITERALS: tuple[str, ...] = (
+    "<|endoftext|>",
+    "<|endoftext|><|endoftext|>",
+    "x<|endoftext|>y",
+    " <|endoftext|> ",
+    "<|endoftext",
+    "<<|endoftext|>>",
+    "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nhi<|im_end|>",
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>",
+    "<s>[INST] hello [/INST]</s>",
+    "[CLS] a [SEP] b [SEP] [PAD] [MASK] [UNK]",
+    "<pad><unk><mask><|fim_prefix|>def<|fim_suffix|>\n<|fim_middle|>",
+)
+
+#: scripts without spaces or with marks, mixed directions, and characters normalizers rewrite
+SCRIPTS: tuple[str, ...] = (
+    "\u0e20\u0e32\u0e29\u0e32\u0e44\u0e17\u0e22\u0e40\u0e02\u0e35\u0e22\u0e19\u0e15\u0e34\u0e14\u0e01\u0e31\u0e19",
+    "\u10e5\u10d0\u10e0\u10d7\u10e3\u10da\u10d8 \u0540\u0561\u0575\u0565\u0580\u0565\u0576",
+    "\u0ba4\u0bae\u0bbf\u0bb4\u0bcd \u09ac\u09be\u0982\u09b2\u09be \u0a97\u0ac1\u0a9c\u0ab0\u0abe\u0aa4\u0ac0",
+    "\u12a2\u1275\u12ee\u1335\u12eb \u12a0\u121b\u122d\u129b",
+    "\u0f56\u0f7c\u0f51\u0f0b\u0f61\u0f72\u0f42",
+    "\u1780\u17b6\u1793\u17cb\u178f\u17c2\u1796\u17b7\u179f\u17c1\u179f",
+    "C\u1eeda Vi\u1ec7t Ti\u1ebfng Vi\u1ec7t",
+    "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd \u05e2\u05d1\u05e8\u05d9\u05ea",
+    "English \u062b\u0645 \u0627\u0644\u0639\u0631\u0628\u064a\u0629 then \u4e2d\u6587 then \u05e2\u05d1\u05e8\u05d9\u05ea.",
+    "\u01c5emal \u01c8ubljana \u0130stanbul \u039f\u0394\u039f\u03a3 Stra\u00dfe STRASSE \u1e9e",
+    "\ufb01ne \ufb02ow \uff46\uff55\uff4c\uff4c\uff57\uff49\uff44\uff54\uff48 \uff21\uff22\uff23 \u338f \u337f \u2122 \u2026 \u210c",
+    "\u1100\u1161\u11a8 \uac01 \ud55c\uad6d\uc5b4",
+    "\u00c5ngstr\u00f6m \u212b A\u030a caf\u00e9 cafe\u0301 na\u00efve nai\u0308ve",
+    "a\u0300\u0301\u0302\u0303\u0304\u0305\u0306\u0307\u0308\u0309\u030a\u030b\u030c b",
+    "\u0627\u0644\u0652\u0639\u064e\u0631\u064e\u0628\u0650\u064a\u064e\u0651\u0629",
+    "\ue000\uf8ff private use \U000f0000 and a noncharacter \ufdd0",
+)
+
+#: emoji with skin tones, zero-width joiners, keycaps, tag sequences, variation selectors, flags
+EMOJI: tuple[str, ...] = (
+    "\U0001f469\U0001f3fd\u200d\U0001f4bb\U0001f468\U0001f3ff\u200d\U0001f680 "
+    "\U0001f9d1\u200d\U0001f91d\u200d\U0001f9d1 \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f",
+    "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f flag of Scotland",
+    "1\ufe0f\u20e3 #\ufe0f\u20e3 *\ufe0f\u20e3 \u00a9\ufe0f \u00ae\ufe0f \u203c\ufe0f",
+    "\u2764\ufe0f\u200d\U0001f525\u2764\ufe0e\u2764\ufe0f",
+    "\U0001f1fa\U0001f1f8\U0001f1ec\U0001f1e7\U0001f1eb\U0001f1f7\U0001f1e9\U0001f1ea\U0001f1ef\U0001f1f5",
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466" * 3,
+    "".join(chr(c) for c in range(0x1F600, 0x1F620)),
+)
+
+#: long runs of one character class: one pre-tokenizer piece each, or many identical ones
+LONG_RUNS: tuple[str, ...] = (
+    "a" * 1000,
+    "ab" * 500,
+    " " * 1000 + "x",
+    "\n" * 300,
+    "\t" * 200 + "x",
+    "7" * 600,
+    "!" * 500,
+    "\u00e9" * 400,
+    "\u6771" * 300,
+    "\U0001f600" * 200,
+    "a\u0301" * 200,
+    "la " * 300,
+    "Supercalifragilisticexpialidocious" * 20,
+    "x" * 64 + " " + "y" * 256 + " " + "z" * 1024,
+)
+
+HARD_STRINGS: tuple[str, ...] = tuple(dict.fromkeys(
+    GOLDEN_TEXTS + WHITESPACE + DIGIT_RUNS + CONTRACTIONS + SPECIAL_LITERALS + SCRIPTS + EMOJI + LONG_RUNS
+))
