@@ -188,12 +188,14 @@ def dask_client(*, workers: int, scheduler: str | None):
 
 
 def run_on_dask(spec: ParitySpec, parts: Iterable[Partition], store: ParityStore, on_row: Callable[[dict], None],
-                *, workers: int, scheduler: str | None) -> int:
+                *, workers: int, scheduler: str | None) -> tuple[int, float]:
     from dask.distributed import as_completed
 
     token = uuid.uuid4().hex[:12]
     n = 0
+    start = time.perf_counter()
     with dask_client(workers=workers, scheduler=scheduler) as client:
+        startup = time.perf_counter() - start
         slots = max(1, sum(client.nthreads().values()) if scheduler else workers)
         todo = iter(parts)
         by_key: dict[str, Partition] = {}
@@ -221,18 +223,18 @@ def run_on_dask(spec: ParitySpec, parts: Iterable[Partition], store: ParityStore
             following = next(todo, None)
             if following is not None:
                 running.add(submit(following))
-    return n
+    return n, startup
 
 
 def execute(spec: ParitySpec, parts: Iterable[Partition], store: ParityStore, *, mode: str, workers: int,
-            scheduler: str | None = None, on_row: Callable[[dict], None] = lambda row: None) -> int:
-    """Compare and store every partition of ``parts``; returns how many were computed.
+            scheduler: str | None = None, on_row: Callable[[dict], None] = lambda row: None) -> tuple[int, float]:
+    """Compare and store every partition of ``parts``: (partitions computed, seconds to start the cluster).
 
     ``mode``: ``"process"`` (here) or ``"dask"`` (``scheduler``, or a LocalCluster of ``workers``).
     """
     with _terminate_as_interrupt():
         if mode == "process":
-            return run_in_process(spec, parts, store, on_row)
+            return run_in_process(spec, parts, store, on_row), 0.0
         return run_on_dask(spec, parts, store, on_row, workers=workers, scheduler=scheduler)
 
 
@@ -250,7 +252,8 @@ class ParityReport:
     computed: int  # partitions computed by this run
     stored_before: int  # partitions a resumed run found done
     mode: str  # "process" or a description of the Dask cluster
-    seconds: float
+    seconds: float  # comparing, storing, and starting the cluster
+    startup_seconds: float  # of which starting the cluster (connecting to a scheduler)
     repaired: list[str] = field(default_factory=list)
 
     @property
@@ -357,7 +360,7 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
         progress = Progress(quiet)
         start = time.perf_counter()
         try:
-            computed = execute(spec, todo, store, mode=mode, workers=n_workers, scheduler=scheduler,
+            computed, startup = execute(spec, todo, store, mode=mode, workers=n_workers, scheduler=scheduler,
                                on_row=progress.update)
         finally:
             progress.done()
@@ -366,4 +369,4 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
     if summary.docs == 0:
         raise BpebenchError(f"no documents to compare in {inputs}")
     return ParityReport(spec, vocab.name, library_label(library), inputs, directory, summary, computed,
-                        len(done), described, seconds, store.repaired)
+                        len(done), described, seconds, startup, store.repaired)
