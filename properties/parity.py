@@ -191,7 +191,8 @@ def render(piece: bytes | str) -> str:
 
 
 # ----------------------------------------------------------------------------- comparing
-def _describe_failure(exc: Exception) -> str:
+def describe_failure(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
     first_line = (str(exc).strip().splitlines() or [""])[0]
     return f"{type(exc).__name__}: {first_line}"[:300]
 
@@ -202,7 +203,7 @@ def mismatch_record(doc: Document, ours: list[int] | Exception, theirs: list[int
     record: dict = {"doc": doc.index, "label": doc.label, "chars": len(doc.text)}
     failed = [(side, r) for side, r in (("ours", ours), ("theirs", theirs)) if isinstance(r, Exception)]
     if failed:
-        record["failed"] = {side: _describe_failure(r) for side, r in failed}
+        record["failed"] = {side: describe_failure(r) for side, r in failed}
         record["text"] = doc.text[:EXCERPT]
         record["text_start"] = 0
         for side, r in (("ours", ours), ("theirs", theirs)):

@@ -137,13 +137,9 @@ def _jsonl_file(path: Path, label: str, *, errors: str, size: int | None) -> Ite
 
 
 def _path_source(path: Path, *, doc_bytes: int, errors: str, size: int | None) -> Iterator[tuple]:
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-        if not files:
-            raise BpebenchError(f"{path}: directory has no files to use as a corpus")
-    else:
-        files = [path]
-    for file in files:
+    from bpebench.corpora.registry import corpus_files
+
+    for file in corpus_files(path):
         label = str(file)
         if file.name.endswith(JSONL_SUFFIXES):
             yield from _jsonl_file(file, label, errors=errors, size=size)

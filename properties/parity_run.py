@@ -150,8 +150,7 @@ def _worker_failure(part: Partition, exc: BaseException) -> BpebenchError:
         return BpebenchError(f"partition {part.index} (from document {part.first}) killed its worker repeatedly"
                              " (a crash or out of memory in a tokenizer); finished partitions are kept, rerun"
                              " with --resume to retry")
-    message = (str(exc).strip().splitlines() or [""])[0]
-    return BpebenchError(f"partition {part.index} failed on a worker: {type(exc).__name__}: {message}")
+    return BpebenchError(f"partition {part.index} failed on a worker: {parity.describe_failure(exc)}")
 
 
 @contextmanager

@@ -415,3 +415,24 @@ def test_a_library_that_cannot_read_the_file_is_one_line(capsys, monkeypatch, tm
     broken.write_text(json.dumps(data), encoding="utf-8")
     code, _, err = run_cli(capsys, str(broken), "--out", str(tmp_path / "r"))
     assert_one_line_error(code, err, "tokenizers cannot read", "tokenizer.json")
+
+
+def test_a_side_that_raises_is_reported_as_failed(tmp_path, capsys, monkeypatch):
+    _tiktoken_ids(load_vocabulary("cl100k_base"))  # skips without tiktoken
+
+    class Fragile(Tokenizer):
+        def encode_ordinary(self, text):
+            if "\u6771" in text:  # 東
+                raise RuntimeError("cannot encode this\nsecond line")
+            return super().encode_ordinary(text)
+
+        def encode_ordinary_batch(self, texts):
+            return [self.encode_ordinary(t) for t in texts]
+
+    monkeypatch.setattr(parity, "build_tokenizer", lambda spec: Fragile(load_vocabulary("cl100k_base")))
+    fragile = [i for i, t in enumerate(HARD_STRINGS) if "\u6771" in t]
+    code, out, _ = run_cli(capsys, "cl100k_base", "--out", str(tmp_path / "r"), "-q", "--show", "1")
+    assert code == 1
+    assert f"MISMATCH: {len(fragile)} of {len(HARD_STRINGS)} documents differ ({len(fragile)} failed on one side)" in out
+    assert f"[1] document {fragile[0]} " in out
+    assert "    bpebench failed: RuntimeError: cannot encode this\n" in out
