@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -55,6 +56,7 @@ class ParitySpec:
     algorithm: str | None = None
     special: str = "text"
     keep: int = 5  # mismatches kept in full per partition
+    pattern: str | None = None  # pre-tokenizer for a vocabulary file that carries none (name or regex)
     instance: str = ""  # set when bpebench's side is a Tokenizer object given by the caller (this process only)
 
     def as_dict(self) -> dict:
@@ -154,12 +156,45 @@ class Sides:
             return "(no such id)"
 
 
+def load(spec: ParitySpec):
+    """The spec's vocabulary, with ``spec.pattern`` as its pre-tokenizer when given."""
+    from bpebench.algorithms.formats import load_vocabulary
+
+    vocab = load_vocabulary(spec.vocabulary)
+    return vocab if spec.pattern is None else with_pattern(vocab, spec.pattern)
+
+
+def with_pattern(vocab, pattern: str):
+    """A copy of ``vocab`` that pre-tokenizes with ``pattern`` (a pattern name or a regex).
+
+    Only for vocabularies that carry no pattern (rank files): a file's own pre-tokenizer is
+    what its library uses, and overriding it would compare something else.
+    """
+    import copy
+
+    import regex
+
+    from bpebench.algorithms.formats.patterns import PATTERNS, resolve_pattern
+
+    if vocab.pattern:
+        raise BpebenchError(f"{vocab.name} has its own pre-tokenizer; --pattern is for files that carry none")
+    try:
+        regex.compile(resolve_pattern(pattern))
+    except regex.error as exc:
+        raise BpebenchError(f"--pattern {pattern!r} is neither a pattern name ({', '.join(PATTERNS)}) nor a"
+                            f" valid regex: {exc}") from None
+    patterned = copy.copy(vocab)
+    for memo in ("_encoders", "_fused_pipelines"):  # built for the original; rebuilt for this pattern
+        patterned.__dict__.pop(memo, None)
+    patterned.pattern = pattern
+    return patterned
+
+
 def build_tokenizer(spec: ParitySpec):
     """bpebench's side: the Tokenizer of the spec's vocabulary and algorithm."""
-    from bpebench.algorithms.formats import load_vocabulary
     from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
-    return Tokenizer(load_vocabulary(spec.vocabulary), algorithm=spec.algorithm)
+    return Tokenizer(load(spec), algorithm=spec.algorithm)
 
 
 _SIDES: dict[ParitySpec, Sides] = {}
@@ -180,6 +215,15 @@ def _call(fn, *args):
         return exc
 
 
+def shown(text: str) -> str:
+    """``repr(text)`` with combining marks escaped too (``'e\\u0301'``, not an accented e), so that
+    texts that look the same on screen read differently."""
+    quoted = repr(text)
+    if text.isascii():
+        return quoted
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Mn", "Me") else c for c in quoted)
+
+
 def render(piece: bytes | str) -> str:
     """A token for display: its text where it is valid UTF-8 (quoted, escapes visible), else its bytes."""
     if isinstance(piece, bytes):
@@ -187,7 +231,7 @@ def render(piece: bytes | str) -> str:
             piece = piece.decode("utf-8")
         except UnicodeDecodeError:
             return repr(piece)
-    return repr(piece)
+    return shown(piece)
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -304,10 +348,10 @@ def format_mismatch(number: int, m: dict, ours_name: str, theirs_name: str) -> l
     if "failed" in m:
         for side, message in m["failed"].items():
             lines.append(f"    {ours_name if side == 'ours' else theirs_name} failed: {message}")
-        lines.append(f"    text: {ellipsis_before}{m['text']!r}{ellipsis_after}")
+        lines.append(f"    text: {ellipsis_before}{shown(m['text'])}{ellipsis_after}")
         return lines
     lines[0] += f": first difference at token {m['at_token']} (character {m['at_char']})"
-    lines.append(f"    text: {ellipsis_before}{m['text']!r}{ellipsis_after}")
+    lines.append(f"    text: {ellipsis_before}{shown(m['text'])}{ellipsis_after}")
     width = max(len(ours_name), len(theirs_name))
     start = m["window_start"]
     lines.append(f"    {ours_name:<{width}} ids: {_ids(m['ours'], start, m['ours_total'])}")

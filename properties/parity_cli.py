@@ -42,7 +42,7 @@ def cmd_parity(args) -> int:
         args.vocab, against=args.against, sources=args.corpus or (), texts=args.text or (),
         algorithm=args.algorithm, special=args.special, out=args.out, resume=args.resume, workers=args.workers,
         scheduler=args.scheduler, size=args.size, errors=args.errors, doc_bytes=args.doc_bytes,
-        partition_bytes=args.partition_bytes, show=args.show, quiet=args.quiet,
+        partition_bytes=args.partition_bytes, show=args.show, quiet=args.quiet, pattern=args.pattern,
     )
     s = report.summary
     ours = f"bpebench ({report.spec.algorithm})"
@@ -96,6 +96,9 @@ def register(subparsers) -> None:
                         f" a JSON string or {{\"text\": ...}} per line) or directories (default: {HARD_STRINGS_NAME})")
     p.add_argument("--text", action="append", metavar="TEXT", help="a text to compare (repeatable)")
     p.add_argument("--algorithm", "-a", default=None, help="bpebench encoder (default: the fastest exact one)")
+    p.add_argument("--pattern", default=None, metavar="NAME_OR_REGEX",
+                   help="pre-tokenizer of a rank file that carries none (gpt2, cl100k, o200k, llama3, qwen2 or a"
+                        " regex), for both sides")
     p.add_argument("--special", choices=("text", "parse"), default="text",
                    help="special-token literals: ordinary text on both sides (default, as llama.cpp's test and"
                         " tiktoken's encode_ordinary), or parsed by each side")

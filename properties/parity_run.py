@@ -45,7 +45,7 @@ from .parity_inputs import (DEFAULT_DOC_BYTES, DEFAULT_PARTITION_BYTES, HARD_STR
 from .parity_store import ParityStore
 
 #: below this many bytes still to compare, a run stays in this process (no cluster start-up)
-IN_PROCESS_BYTES = 8_000_000
+IN_PROCESS_BYTES = 32_000_000
 #: partitions in flight per worker
 IN_FLIGHT_PER_WORKER = 3
 #: environment of local worker processes: one thread each, whatever the libraries would pick
@@ -163,7 +163,9 @@ def dask_client(*, workers: int, scheduler: str | None):
                             " or bpebench[all]); --workers 0 runs in this process") from None
     import dask
 
-    with dask.config.set({"distributed.admin.tick.limit": "1h", "logging.distributed": "error"}):
+    # the workers' statistical profiler samples every thread's stack every 10 ms: measurable CPU
+    # spent on a dashboard nobody looks at here
+    with dask.config.set({"distributed.worker.profile.enabled": False, "logging.distributed": "error"}):
         if scheduler:
             try:
                 client = Client(scheduler, timeout="20s")
@@ -275,17 +277,19 @@ def run_parity(vocabulary: str, *, against: str = "auto", sources: Sequence[str]
                resume: bool = False, workers: int | None = None, scheduler: str | None = None,
                size: int | None = None, errors: str = "strict", doc_bytes: int = DEFAULT_DOC_BYTES,
                partition_bytes: int = DEFAULT_PARTITION_BYTES, keep: int = 5, show: int = 3,
-               quiet: bool = True, tokenizer=None,
+               quiet: bool = True, pattern: str | None = None, tokenizer=None,
                log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> ParityReport:
     """Compare ``vocabulary`` (a built-in name or a path) with its library on the inputs.
 
+    ``pattern`` (a pattern name or regex) pre-tokenizes a vocabulary file that carries none
+    (a bare rank file), on both sides.
     ``sources`` are corpus names, files or directories (default: the hard-string set),
     ``texts`` single documents. ``workers``: None decides by input size (in this process
     below :data:`IN_PROCESS_BYTES`), 0 forces this process, N a LocalCluster of N processes;
     ``scheduler`` an existing Dask scheduler. ``tokenizer`` replaces bpebench's side (in this
     process only). See ``bpebench parity --help``.
     """
-    from bpebench.algorithms.formats import BUILTIN, load_vocabulary
+    from bpebench.algorithms.formats import BUILTIN
 
     if special not in SPECIAL_MODES:
         raise BpebenchError(f"special must be one of {', '.join(SPECIAL_MODES)}, not {special!r}")
@@ -302,12 +306,21 @@ def run_parity(vocabulary: str, *, against: str = "auto", sources: Sequence[str]
             raise BpebenchError("a tokenizer object can only be compared in this process (workers=0)")
         workers = 0
 
-    vocab = tokenizer.vocabulary if tokenizer is not None else load_vocabulary(vocabulary)
+    # a file as an absolute path, so that workers elsewhere find it; a name as given
+    where = str(Path(vocabulary).resolve()) if vocabulary not in BUILTIN and Path(vocabulary).exists() else vocabulary
+    if tokenizer is not None:
+        vocab = tokenizer.vocabulary
+    else:
+        vocab = parity.load(ParitySpec(where, "", pattern=pattern))
     library, golden = resolve_library(vocab, against)
+    if not vocab.pattern and parity.source_format(vocab) == "tiktoken":
+        from bpebench.algorithms.formats.patterns import PATTERNS
+
+        raise BpebenchError(f"{vocab.name}: a rank file carries no pre-tokenizer pattern; pass --pattern NAME_OR_REGEX"
+                            f" ({', '.join(PATTERNS)} or a regex)")
     if golden and (sources or texts):
         raise BpebenchError("llama.cpp golden files bring their own texts: --corpus and --text cannot be added")
-    where = vocabulary if vocabulary in BUILTIN else str(Path(vocabulary).resolve())
-    spec = ParitySpec(where, library, algorithm, special, keep)
+    spec = ParitySpec(where, library, algorithm, special, keep, pattern=pattern)
     tok = tokenizer if tokenizer is not None else parity.build_tokenizer(spec)
     spec = replace(spec, algorithm=tok.encoder.name, instance=f"object {id(tok)}" if tokenizer is not None else "")
     _SIDES[spec] = Sides(spec, tok)  # both sides built here first: either failing is one line, before any worker
@@ -335,6 +348,7 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
                            "size": size, "errors": errors, "doc_bytes": doc_bytes}
     meta = {"vocabulary": spec.vocabulary, "fingerprint": vocab.fingerprint, "library": library,
             "library_version": library_label(library), "algorithm": spec.algorithm, "special": spec.special,
+            "pattern": spec.pattern,
             "partition_bytes": partition_bytes, "keep": spec.keep, **identity_inputs}
     directory = Path(out) if out is not None else default_directory(vocab.name, library, meta)
 

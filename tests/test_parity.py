@@ -436,3 +436,21 @@ def test_a_side_that_raises_is_reported_as_failed(tmp_path, capsys, monkeypatch)
     assert f"MISMATCH: {len(fragile)} of {len(HARD_STRINGS)} documents differ ({len(fragile)} failed on one side)" in out
     assert f"[1] document {fragile[0]} " in out
     assert "    bpebench failed: RuntimeError: cannot encode this\n" in out
+
+
+def test_a_bare_rank_file_takes_a_pattern(tmp_path, capsys):
+    import base64
+
+    vocab = load_vocabulary("cl100k_base")
+    encode = _tiktoken_ids(vocab)
+    bare = tmp_path / "bare.tiktoken"
+    bare.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(vocab.tokens)))
+    code, _, err = run_cli(capsys, str(bare), "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "carries no pre-tokenizer pattern", "--pattern")
+    code, _, err = run_cli(capsys, str(bare), "--pattern", "(unclosed", "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "neither a pattern name", "nor a valid regex")
+    code, _, err = run_cli(capsys, "cl100k_base", "--pattern", "gpt2", "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "has its own pre-tokenizer")
+    code, out, _ = run_cli(capsys, str(bare), "--pattern", "cl100k", "--out", str(tmp_path / "r"), "-q")
+    tokens = sum(len(encode(t)) for t in HARD_STRINGS)  # tiktoken with cl100k's own pattern
+    assert code == 0 and f"tokens: bpebench {tokens}, tiktoken {tokens}" in out

@@ -436,7 +436,7 @@ def make_peer(name: str, vocab: Vocabulary, *, verify: bool = True) -> Peer:
     spec = PEERS.get(name)
     if spec is None:
         raise UnknownNameError("peer", name, peer_names())
-    key = (name, vocab.fingerprint)
+    key = (name, vocab.fingerprint, vocab.pattern)  # the pattern is no part of the fingerprint
     peer = _BUILT.get(key)
     if peer is None:
         if not spec.installed():
