@@ -11,12 +11,15 @@ comparing, storing) and its cluster start-up alone, then the median of each and 
 1 -> 2 ratio of the medians. The corpus is ``code-python`` cut to ``--size`` bytes (the
 CPython standard library's source, so it is the same on every machine with the same
 Python). The machine's load average is printed before and after: on a shared machine the
-second worker only helps as far as a core is free.
+second worker only helps as far as a core is free, so the script also measures what the
+machine gives at that moment: the same pure-Python loop in 1 and then 2 processes at once
+(``capacity``: 2.00 when two cores are free, 1.00 when only one core's worth is left).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import re
 import statistics
@@ -43,6 +46,26 @@ def run_once(vocab: str, against: str, size: int, workers: int, out: Path) -> tu
     return wall, float(ran.group(1)), float(ran.group(2) or 0.0)
 
 
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def capacity(n: int = 20_000_000) -> float:
+    """How many cores' worth of work two processes get now: 2 x time(one loop) / time(two at once)."""
+    pool_context = multiprocessing.get_context("spawn")
+    times = {}
+    for k in (1, 2, 1, 2):
+        with pool_context.Pool(k) as pool:
+            pool.map(_spin, [1000])  # started before timing
+            start = time.perf_counter()
+            pool.map(_spin, [n] * k)
+            times.setdefault(k, []).append(time.perf_counter() - start)
+    return 2 * min(times[1]) / min(times[2])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocab", default=str(FIXTURE))
@@ -52,7 +75,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, cores: {os.cpu_count()}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, cores: {os.cpu_count()},"
+          f" capacity of two processes: {capacity():.2f}")
     # one untimed run builds the corpus and vocabulary caches and numba's disk cache
     with tempfile.TemporaryDirectory() as scratch:
         run_once(args.vocab, args.against, args.size, 0, Path(scratch, "warm"))
@@ -63,7 +87,8 @@ def main() -> None:
                 times[n].append((wall, ran, startup))
                 print(f"  workers {n}: process {wall:6.2f} s, ran {ran:6.2f} s, of which start-up {startup:5.2f} s",
                       flush=True)
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())},"
+          f" capacity of two processes: {capacity():.2f}")
     print(f"{'workers':>8} {'process (median)':>17} {'ran (median)':>13} {'start-up':>9}")
     medians = {}
     for n, rows in times.items():

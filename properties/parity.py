@@ -258,9 +258,8 @@ def mismatch_record(doc: Document, ours: list[int] | Exception, theirs: list[int
         return record
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
     start = max(0, at - WINDOW_BEFORE)
-    try:
-        prefix = sd.vocabulary.decode_bytes(ours[:at]).decode("utf-8", "replace")
-        char_at = min(len(prefix), len(doc.text))
+    try:  # where the agreeing prefix ends in the text (near it, when a token ends inside a character)
+        char_at = min(len(sd.tokenizer.decode(ours[:at])), len(doc.text))
     except BpebenchError:
         char_at = 0
     text_start = max(0, char_at - EXCERPT_BEFORE)

@@ -22,6 +22,7 @@ Dask is imported here only, when a run needs it: importing the CLI never imports
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -92,21 +93,29 @@ def lookahead(parts: Iterator[Partition], limit: int) -> tuple[list[Partition], 
 
 # ----------------------------------------------------------------------------- progress
 class Progress:
-    """A live line on a terminal (nothing when stderr is not one, or when quiet)."""
+    """Progress on stderr: a live line on a terminal, else a line every :attr:`EVERY` seconds;
+    nothing when quiet."""
+
+    EVERY = 30.0
 
     def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
         self.live = not quiet and sys.stderr.isatty()
-        self.start = time.perf_counter()
+        self.start = self.shown = time.perf_counter()
         self.partitions = self.bytes = self.differing = 0
 
     def update(self, row: dict) -> None:
         self.partitions += 1
         self.bytes += row["bytes"]
         self.differing += row["docs"] - row["matched"]
-        if self.live:
-            rate = self.bytes / max(time.perf_counter() - self.start, 1e-9) / 1e6
-            print(f"\r  {self.partitions} partitions, {self.bytes / 1e6:.1f} MB, {self.differing} differing,"
-                  f" {rate:.1f} MB/s ", end="", file=sys.stderr, flush=True)
+        now = time.perf_counter()
+        if self.quiet or not (self.live or now - self.shown >= self.EVERY):
+            return
+        self.shown = now
+        rate = self.bytes / max(now - self.start, 1e-9) / 1e6
+        line = (f"  {self.partitions} partitions, {self.bytes / 1e6:.1f} MB, {self.differing} differing,"
+                f" {rate:.1f} MB/s")
+        print(f"\r{line} " if self.live else line, end="" if self.live else "\n", file=sys.stderr, flush=True)
 
     def done(self) -> None:
         if self.live and self.partitions:
@@ -365,6 +374,9 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
             buffered, exhausted = lookahead(todo, IN_PROCESS_BYTES)
             todo = itertools.chain(buffered, todo)
             mode, n_workers = ("process", 0) if exhausted else ("dask", cpu_count())
+            if mode == "dask" and importlib.util.find_spec("distributed") is None:
+                log("bpebench: parity: a large input, but dask[distributed] is not installed: running in this process")
+                mode, n_workers = "process", 0
         described = ("this process" if mode == "process" else f"Dask scheduler {scheduler}" if scheduler
                      else f"a local Dask cluster of {n_workers} worker processes")
         if not quiet:
