@@ -28,7 +28,7 @@ import os
 import socket
 import time
 import unicodedata
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -59,18 +59,14 @@ class ParitySpec:
     pattern: str | None = None  # pre-tokenizer for a vocabulary file that carries none (name or regex)
     instance: str = ""  # set when bpebench's side is a Tokenizer object given by the caller (this process only)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 # ----------------------------------------------------------------------------- choosing the library
 def source_format(vocab) -> str | None:
-    """The format a vocabulary file was loaded from ('tiktoken', 'hf', 'sentencepiece', 'gguf')."""
-    from bpebench.algorithms.formats import _sniff
+    """The format a vocabulary file was loaded from ('tiktoken', 'hf', 'sentencepiece', 'gguf'), as the
+    peers see it."""
+    from bpebench.algorithms.peers import _source_kind
 
-    if not vocab.source or not Path(vocab.source).is_file():
-        return None
-    return _sniff(Path(vocab.source))
+    return _source_kind(vocab)
 
 
 def resolve_library(vocab, against: str) -> tuple[str, str | None]:

@@ -355,10 +355,9 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
         inputs = ", ".join([*(["--text"] * bool(texts)), *sources])
         identity_inputs = {"sources": sources, "texts": hashlib.sha256(json.dumps(list(texts)).encode()).hexdigest(),
                            "size": size, "errors": errors, "doc_bytes": doc_bytes}
-    meta = {"vocabulary": spec.vocabulary, "fingerprint": vocab.fingerprint, "library": library,
-            "library_version": library_label(library), "algorithm": spec.algorithm, "special": spec.special,
-            "pattern": spec.pattern,
-            "partition_bytes": partition_bytes, "keep": spec.keep, **identity_inputs}
+    meta = {"vocabulary": spec.vocabulary, "fingerprint": vocab.fingerprint, "pattern": spec.pattern,
+            "library": library, "library_version": library_label(library), "algorithm": spec.algorithm,
+            "special": spec.special, "partition_bytes": partition_bytes, "keep": spec.keep, **identity_inputs}
     directory = Path(out) if out is not None else default_directory(vocab.name, library, meta)
 
     with ParityStore(directory) as store:
@@ -378,7 +377,7 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
                 log("bpebench: parity: a large input, but dask[distributed] is not installed: running in this process")
                 mode, n_workers = "process", 0
         described = ("this process" if mode == "process" else f"Dask scheduler {scheduler}" if scheduler
-                     else f"a local Dask cluster of {n_workers} worker processes")
+                     else f"a local Dask cluster of {n_workers} worker process{'es' if n_workers > 1 else ''}")
         if not quiet:
             log(f"bpebench: parity: {vocab.name} against {library_label(library)} in {described};"
                 f" results in {directory}" + (f" ({len(done)} partitions stored before)" if done else ""))
@@ -386,7 +385,7 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
         start = time.perf_counter()
         try:
             computed, startup = execute(spec, todo, store, mode=mode, workers=n_workers, scheduler=scheduler,
-                               on_row=progress.update)
+                                        on_row=progress.update)
         finally:
             progress.done()
         seconds = time.perf_counter() - start
