@@ -61,7 +61,8 @@ def cmd_parity(args) -> int:
     if report.ok:
         return 0
     failed = f" ({s.failed} failed on one side)" if s.failed else ""
-    print(f"MISMATCH: {s.differing} of {s.docs} documents differ{failed}; the first {len(s.mismatches)}:")
+    first = f"; the first {len(s.mismatches)}:" if s.mismatches else f" (rows in {report.directory})"
+    print(f"MISMATCH: {s.differing} of {s.docs} documents differ{failed}{first}")
     for number, record in enumerate(s.mismatches, 1):
         for line in format_mismatch(number, record, "bpebench", theirs):
             print(line)
