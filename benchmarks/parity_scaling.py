@@ -7,8 +7,8 @@
 Runs the same ``bpebench parity VOCAB --corpus ... --workers N`` command for each N,
 interleaved (1, 2, 1, 2, ...), each in a fresh process as a user would, and prints per run
 the wall time of the process, the ``ran:`` time the command reports (cluster start-up,
-comparing, storing) and its cluster start-up alone, then the median of each and the
-1 -> 2 ratio of the medians. The corpus is ``code-python`` cut to ``--size`` bytes (the
+comparing, storing), its cluster start-up alone, and the CPU time of the process and all
+its workers, then the median of each and the 1 -> 2 ratio of the medians. The corpus is ``code-python`` cut to ``--size`` bytes (the
 CPython standard library's source, so it is the same on every machine with the same
 Python). The machine's load average is printed before and after: on a shared machine the
 second worker only helps as far as a core is free, so the script also measures what the
@@ -22,6 +22,7 @@ import argparse
 import multiprocessing
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,17 +34,21 @@ HERE = Path(__file__).resolve().parent
 FIXTURE = HERE.parent / "tests" / "golden" / "bytelevel_bpe.json"
 
 
-def run_once(vocab: str, against: str, size: int, workers: int, out: Path) -> tuple[float, float, float]:
-    """(process wall seconds, reported run seconds, reported start-up seconds)."""
+def run_once(vocab: str, against: str, size: int, workers: int, out: Path) -> tuple[float, float, float, float]:
+    """(process wall seconds, reported run seconds, reported start-up seconds, CPU seconds of the
+    process and its workers)."""
     cmd = [sys.executable, "-m", "bpebench", "parity", vocab, "--against", against, "--corpus", "code-python",
            "--size", str(size), "--workers", str(workers), "--out", str(out), "-q"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers were waited for by their parent
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if result.returncode != 0:
         sys.exit(f"failed ({result.returncode}): {' '.join(cmd)}\n{result.stdout}{result.stderr}")
     ran = re.search(r"^ran: .* in ([\d.]+) s(?: \(([\d.]+) s to start it\))?", result.stdout, re.M)
-    return wall, float(ran.group(1)), float(ran.group(2) or 0.0)
+    return wall, float(ran.group(1)), float(ran.group(2) or 0.0), cpu
 
 
 def _spin(n: int) -> int:
@@ -80,20 +85,21 @@ def main() -> None:
     # one untimed run builds the corpus and vocabulary caches and numba's disk cache
     with tempfile.TemporaryDirectory() as scratch:
         run_once(args.vocab, args.against, args.size, 0, Path(scratch, "warm"))
-        times: dict[int, list[tuple[float, float, float]]] = {n: [] for n in args.workers}
+        times: dict[int, list[tuple[float, float, float, float]]] = {n: [] for n in args.workers}
         for r in range(args.repeat):
             for n in args.workers:
-                wall, ran, startup = run_once(args.vocab, args.against, args.size, n, Path(scratch, f"{n}-{r}"))
-                times[n].append((wall, ran, startup))
-                print(f"  workers {n}: process {wall:6.2f} s, ran {ran:6.2f} s, of which start-up {startup:5.2f} s",
-                      flush=True)
+                wall, ran, startup, cpu = run_once(args.vocab, args.against, args.size, n, Path(scratch, f"{n}-{r}"))
+                times[n].append((wall, ran, startup, cpu))
+                print(f"  workers {n}: process {wall:6.2f} s, ran {ran:6.2f} s, of which start-up {startup:5.2f} s;"
+                      f" CPU {cpu:6.2f} s", flush=True)
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())},"
           f" capacity of two processes: {capacity():.2f}")
-    print(f"{'workers':>8} {'process (median)':>17} {'ran (median)':>13} {'start-up':>9}")
+    print(f"{'workers':>8} {'process (median)':>17} {'ran (median)':>13} {'start-up':>9} {'CPU':>9}")
     medians = {}
     for n, rows in times.items():
         medians[n] = [statistics.median(col) for col in zip(*rows)]
-        print(f"{n:>8} {medians[n][0]:>15.2f} s {medians[n][1]:>11.2f} s {medians[n][2]:>7.2f} s")
+        print(f"{n:>8} {medians[n][0]:>15.2f} s {medians[n][1]:>11.2f} s {medians[n][2]:>7.2f} s"
+              f" {medians[n][3]:>7.2f} s")
     if 1 in medians and 2 in medians:
         print(f"speed-up 1 -> 2 workers: process {medians[1][0] / medians[2][0]:.2f}x,"
               f" ran {medians[1][1] / medians[2][1]:.2f}x,"
