@@ -48,9 +48,10 @@ class Appending:
             self.run = self._prepending(common.encoder(name))
         elif kind == "re-encode-each-byte":
             self.run = lambda data: [default.count(data[: i + 1]) for i in range(len(data))]
-            common.skip_if_over_budget(self.run, lambda n: common.head(self.data, n), size, start=10)
         else:
             self.run = default.count
+        common.prepare(self.run, lambda n: common.head(self.data, n), size, start=10,
+                       other=common.random_token_text(size, seed=1).encode())
 
     @staticmethod
     def _appending(enc):
@@ -89,9 +90,14 @@ class IntervalCounting:
         if kind == "interval":
             counter = common.encoder(name).interval_encoding(data)
             self.run = lambda: [counter.count(i, j) for i, j in slices]
+            other = common.random_token_text(size, seed=1).encode()
+            warm_counter = common.encoder(name).interval_encoding(other)
+            warm_up = lambda: warm_counter.count(0, len(other))  # noqa: E731
         else:
             default = common.encoder(default_encoder_name())
             self.run = lambda: [default.count(data[i:j]) for i, j in slices]
+            warm_up = lambda: default.count(common.random_token_text(size, seed=1).encode())  # noqa: E731
+        warm_up()  # untimed, on other input: asv --quick takes one sample
 
     def time_count_100_slices(self, approach, size):
         self.run()

@@ -16,6 +16,11 @@ Implementations are named uniformly in parameters:
 * ``peer/<name>``: a peer library from ``bpebench.algorithms.peers.peer_names()``.
 
 Unsupported combinations raise ``NotImplementedError`` in ``setup`` (asv's "skip").
+
+Every timed benchmark's ``setup`` ends with :func:`prepare`: sizes whose predicted time
+passes the budget are skipped (measured, never by name, so a quadratic plugin is skipped
+too), and the implementation runs once, untimed, on other input of the same kind, so that
+``asv run --quick`` (one sample) does not time a first call.
 """
 
 from __future__ import annotations
@@ -34,8 +39,6 @@ from bpebench.corpora.util import clip_utf8
 VOCAB = "o200k_base"
 #: vocabularies of the load / short / long / decode suite (every built-in one)
 VOCABS = ["o200k_base", "cl100k_base", "qwen", "mistral_v1"]
-#: the reference is O(n^2) in Python: larger inputs are skipped for it
-NAIVE_MAX_BYTES = 1_000
 #: an implementation whose time would pass this (extrapolated from a smaller run) is skipped
 BUDGET_SECONDS = 5.0
 
@@ -164,6 +167,15 @@ def raw_encode(impl: str, vocab: str = VOCAB) -> Callable[[bytes], list[int]]:
     return encoder(impl, vocab).encode
 
 
+def prepare(run: Callable[[object], object], make_input: Callable[[int], object], size: int, *,
+            other: object, start: int = 1_000) -> None:
+    """The end of a timed benchmark's ``setup``: skip when over budget (:func:`skip_if_over_budget`),
+    then one untimed ``run(other)``, ``other`` being input of the same kind and size as the timed one
+    but not the same bytes (a warm-up on the timed input itself would flatter caches)."""
+    skip_if_over_budget(run, make_input, size, start=start)
+    run(other)
+
+
 def skip_if_over_budget(run: Callable[[object], object], make_input: Callable[[int], object], size: int,
                         *, start: int = 1_000) -> None:
     """Skip (NotImplementedError) when ``run(make_input(size))`` would take longer than the budget.
@@ -195,10 +207,11 @@ def skip_if_over_budget(run: Callable[[object], object], make_input: Callable[[i
 
 
 # ----------------------------------------------------------------------------- inputs
-def random_token_text(size: int, vocab: str = VOCAB) -> str:
-    """The first ``size`` bytes (cut at a character) of the vocabulary's random-token text."""
+def random_token_text(size: int, vocab: str = VOCAB, *, seed: int = 0) -> str:
+    """The first ``size`` bytes (cut at a character) of the vocabulary's random-token text
+    (``seed`` draws other tokens: text of the same kind, not the same text)."""
     big = max(120_000, size)
-    return clip_utf8(corpora.get("random-tokens", vocab=vocab, size=big), size)
+    return clip_utf8(corpora.get("random-tokens", vocab=vocab, size=big, seed=seed), size)
 
 
 def head(data: bytes, size: int) -> bytes:

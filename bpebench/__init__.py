@@ -6,6 +6,7 @@ The public API (each name is imported on first use, so ``import bpebench`` is ch
 
     vocab = bpebench.load_vocabulary("o200k_base")        # a built-in name or any tokenizer file
     tok = bpebench.Tokenizer(vocab)                       # tiktoken's encode / decode semantics
+    enc = bpebench.get_encoding("cl100k_base")            # tiktoken's name for the same thing
     tok.encode_ordinary("hello world")
     bpebench.encoder_names()                              # every registered encoder
     bpebench.Tokenizer(vocab, algorithm="heap")           # any of them in the pipeline
@@ -27,6 +28,8 @@ _EXPORTS = {
     "Vocabulary": "algorithms.formats.vocabulary",
     "Tokenizer": "algorithms.pipeline.tokenizer",
     "DisallowedSpecialError": "algorithms.pipeline.tokenizer",
+    "get_encoding": "algorithms.pipeline.tokenizer",
+    "list_encoding_names": "algorithms.pipeline.tokenizer",
     "Encoder": "algorithms.core.encoder",
     "PiecewiseEncoder": "algorithms.core.encoder",
     "register_encoder": "algorithms.core.registry",

@@ -9,6 +9,7 @@ Each area adds its own through a ``register(subparsers)`` function in
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import os
@@ -18,13 +19,20 @@ import time
 from bpebench.errors import BpebenchError
 
 #: modules that add sub-commands with ``register(subparsers)``
-COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli",
+COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli",
                    "bpebench.properties.parity_cli")
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse prints usage + exits 2; keep it to one line
-        raise SystemExit(_fail(f"{self.prog}: {message}"))
+        command = self.prog.removeprefix("bpebench").strip()  # "encode" for a sub-command's parser
+        raise SystemExit(_fail(f"{command}: {message}" if command else message))
+
+
+def _version() -> str:
+    import bpebench
+
+    return bpebench.__version__
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -89,17 +97,50 @@ def _tokenizer(args):
     return vocab, None, Tokenizer(vocab, algorithm=args.algorithm)
 
 
+def _special_set(value: str, vocab) -> "str | frozenset[str]":
+    """``--allowed-special`` / ``--disallowed-special``: ``all``, ``none`` or a comma-separated list."""
+    if value == "all":
+        return "all"
+    if value in ("", "none"):
+        return frozenset()
+    names = frozenset(v.strip() for v in value.split(",") if v.strip())
+    unknown = sorted(names - set(vocab.special_tokens))
+    if unknown:
+        raise BpebenchError(f"{unknown[0]!r} is not a special token of {vocab.name}")
+    return names
+
+
+def _text(raw: bytes, errors: str, where: str) -> str:
+    """``raw`` decoded as UTF-8; invalid UTF-8 is an error unless ``--errors`` says otherwise."""
+    try:
+        return raw.decode("utf-8", "strict" if errors == "strict" else errors)
+    except UnicodeDecodeError as exc:
+        raise BpebenchError(f"{where} is not valid UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r});"
+                            " pass --errors replace to replace invalid bytes with U+FFFD") from None
+
+
 def cmd_encode(args) -> int:
     vocab, encoder, tokenizer = _tokenizer(args)
+    allowed = _special_set(args.allowed_special, vocab)
+    disallowed = _special_set(args.disallowed_special, vocab)
 
     def encode(text: str) -> list[int]:
         if tokenizer is None:
-            return encoder.encode(text.encode("utf-8", "surrogateescape"))
-        return tokenizer.encode(text, allowed_special="all")
+            return encoder.encode(text.encode("utf-8"))
+        from bpebench.algorithms.pipeline.tokenizer import DisallowedSpecialError
 
-    if args.jsonl:
-        for line_no, line in enumerate(sys.stdin, 1):
+        try:
+            return tokenizer.encode(text, allowed_special=allowed, disallowed_special=disallowed)
+        except DisallowedSpecialError as exc:
+            raise BpebenchError(f"the text contains the special token {exc.token!r}; pass --allowed-special all"
+                                " (or that name) to encode it as its id, or --disallowed-special none to encode it"
+                                " as text") from None
+
+    if args.jsonl:  # one output line per input line, blank lines included
+        for line_no, line in enumerate(sys.stdin.buffer, 1):
+            line = _text(line, "strict", f"stdin line {line_no}")
             if not line.strip():
+                print()
                 continue
             try:
                 text = json.loads(line)
@@ -109,8 +150,16 @@ def cmd_encode(args) -> int:
                 raise BpebenchError(f"stdin line {line_no}: expected a JSON string, got {type(text).__name__}")
             print(json.dumps(encode(text)))
         return 0
-    text = " ".join(args.text) if args.text else sys.stdin.read()
-    print(" ".join(map(str, encode(text))))
+    if args.text:
+        raw = " ".join(args.text).encode("utf-8", "surrogateescape")  # argv holds undecodable bytes as escapes
+        where = "the text argument"
+    else:
+        raw = sys.stdin.buffer.read()
+        where = "stdin"
+    if tokenizer is None:  # raw BPE runs on bytes: nothing to decode
+        print(" ".join(map(str, encoder.encode(raw))))
+        return 0
+    print(" ".join(map(str, encode(_text(raw, args.errors, where)))))
     return 0
 
 
@@ -127,7 +176,8 @@ def cmd_decode(args) -> int:
     vocab = load_vocabulary(args.vocab)
     vocab.check_ids(ids)
     if args.raw:
-        sys.stdout.buffer.write(vocab.decode_bytes(ids) + b"\n")
+        sys.stdout.buffer.write(vocab.decode_bytes(ids))  # exactly the bytes: no newline added
+        sys.stdout.buffer.flush()
     else:
         print(Tokenizer(vocab, algorithm="naive").decode(ids))
     return 0
@@ -198,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bpebench.algorithms.formats import DEFAULT_VOCABULARY
 
     parser = _Parser(prog="bpebench", description="Benchmark and verify BPE tokenizer encoders.")
+    parser.add_argument("--version", action="version", version=f"bpebench {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("list", help="vocabularies and algorithms (exact / approximate)")
@@ -212,14 +263,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="*", help="text to encode (default: read stdin)")
     p.add_argument("--vocab", default=DEFAULT_VOCABULARY, help=f"name or path (default {DEFAULT_VOCABULARY})")
     p.add_argument("--algorithm", "-a", default=None, help="encoder name (default: fastest exact)")
-    p.add_argument("--raw", action="store_true", help="pure BPE over the UTF-8 bytes: no pre-tokenizer, no specials")
-    p.add_argument("--jsonl", action="store_true", help="stdin lines are JSON strings; print a JSON list per line")
+    p.add_argument("--raw", action="store_true", help="pure BPE over the input bytes: no pre-tokenizer, no specials")
+    p.add_argument("--jsonl", action="store_true",
+                   help="stdin lines are JSON strings; print a JSON list per line (a blank line for a blank line)")
+    p.add_argument("--allowed-special", default="none", metavar="all|none|A,B",
+                   help="special-token literals encoded as their ids (default none, as tiktoken's encode)")
+    p.add_argument("--disallowed-special", default="all", metavar="all|none|A,B",
+                   help="special-token literals that are an error (default all not allowed, as tiktoken;"
+                        " none encodes them as text)")
+    p.add_argument("--errors", choices=("strict", "replace"), default="strict",
+                   help="input that is not valid UTF-8: an error (default) or replaced by U+FFFD")
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("decode", help="print the text of token ids")
     p.add_argument("ids", nargs="*", help="token ids (default: read stdin)")
     p.add_argument("--vocab", default=DEFAULT_VOCABULARY)
-    p.add_argument("--raw", action="store_true", help="write the raw bytes (no UTF-8 decoding)")
+    p.add_argument("--raw", action="store_true", help="write exactly the tokens' bytes (no decoding, no newline)")
     p.set_defaults(func=cmd_decode)
 
     p = sub.add_parser("sample", help="encode a sample text with every algorithm and compare with naive")
@@ -256,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130)
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is the user's to fix, not a bug
+            return _fail(f"no space left on the device ({exc.filename or 'writing output'})")
+        if os.environ.get("BPEBENCH_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (set BPEBENCH_DEBUG=1 for the traceback)", 1)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else _fail(str(exc.code))
     except Exception as exc:  # never a traceback for the user; BPEBENCH_DEBUG=1 shows it

@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+from bpebench.algorithms.cache.files import CacheDamaged, cache_root, discard, read_checked, write_checked
 from bpebench.errors import BpebenchError, UnknownNameError
 
 Kind = Literal["text", "bytes"]
@@ -108,26 +108,14 @@ def describe() -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- cache
 def cache_dir() -> Path:
-    """Where built corpora are stored: ``$BPEBENCH_CACHE/corpora`` or ``~/.cache/bpebench/corpora``."""
-    root = os.environ.get("BPEBENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "bpebench")
-    return Path(root) / "corpora"
+    """Where built corpora are stored: ``corpora/`` under bpebench's cache root."""
+    return cache_root() / "corpora"
 
 
 def _cache_path(spec: Corpus, params: dict) -> Path:
     key = repr((spec.name, spec.version, sorted(params.items()))).encode()
     digest = hashlib.sha256(key).hexdigest()[:20]
-    return cache_dir() / f"{spec.name}-{digest}.bin"
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache only costs a rebuild next time
+    return cache_dir() / f"{spec.name}-{digest}.bpc"
 
 
 def _check_params(spec: Corpus, params: dict) -> dict:
@@ -162,13 +150,16 @@ def get(name: str | os.PathLike, **params) -> str | bytes:
         return found
     path = _cache_path(spec, params)
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = read_checked(path)
+    except CacheDamaged as exc:  # a truncated or altered file is never used
+        discard(path, str(exc))
+        raw = None
+    if raw is None:
         built = spec.build(**params)
         if spec.kind == "text" and not isinstance(built, str):
             raise TypeError(f"corpus {spec.name!r} is declared text but built {type(built).__name__}")
         raw = built.encode("utf-8", "surrogatepass") if isinstance(built, str) else bytes(built)
-        _write_atomically(path, raw)
+        write_checked(path, raw)
     value = raw.decode("utf-8", "surrogatepass") if spec.kind == "text" else raw
     _MEMO[memo_key] = value
     return value

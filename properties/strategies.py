@@ -239,3 +239,57 @@ def pipeline_texts(*, max_size: int = 60) -> st.SearchStrategy[str]:
     unicode = st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)  # no lone surrogates
     mixed = st.lists(st.one_of(words, runs, unicode), max_size=4).map(lambda parts: "".join(parts)[: 4 * max_size])
     return st.one_of(unicode, words, runs, mixed)
+
+
+# ----------------------------------------------------------------------------- token masks (DFS trie)
+#: characters the mask strategies build tokens and regexes from: ASCII, 2-, 3- and 4-byte UTF-8
+MASK_CHARACTERS = "ab1_\"\\é東😀"
+
+
+@st.composite
+def mask_tokens(draw, *, max_tokens: int = 40) -> list[bytes | None]:
+    """A token list (id -> bytes) for the mask properties: slices of strings over
+    :data:`MASK_CHARACTERS` cut at any byte (so half characters occur), with duplicates,
+    prefixes of one another, and ids left out (None or empty)."""
+    text = draw(st.text(alphabet=MASK_CHARACTERS, min_size=1, max_size=12)).encode()
+    pieces = st.builds(lambda i, j: text[min(i, j):max(i, j)],
+                       st.integers(0, len(text)), st.integers(0, len(text)))
+    single = st.binary(min_size=1, max_size=3)
+    tokens = draw(st.lists(st.one_of(pieces, pieces, single, st.none()), min_size=1, max_size=max_tokens))
+    if draw(st.booleans()):  # every single byte of the text, as real vocabularies have
+        tokens += [bytes([b]) for b in sorted(set(text))]
+    return tokens
+
+
+@st.composite
+def byte_tables(draw, *, max_states: int = 5) -> tuple[list[list[int]], list[bool]]:
+    """(transitions, accepting) of a random DFA over bytes (dead = -1): only the bytes of
+    :data:`MASK_CHARACTERS` and a few others get live transitions, so masks are neither
+    all nor nothing."""
+    n = draw(st.integers(1, max_states))
+    live_bytes = sorted(set("".join(MASK_CHARACTERS).encode()) | {0, 0x7F, 0xFF})
+    table = [[-1] * 256 for _ in range(n)]
+    for s in range(n):
+        for b in live_bytes:
+            table[s][b] = draw(st.integers(-1, n - 1))
+    accepting = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return table, accepting
+
+
+_REGEX_ATOMS = ["a", "b", "1", "_", "é", "東", "😀", r"\"", r"\\", ".", "[ab]", "[^a]", "[a-z]", "[0-9_]",
+                "[é東]", "[^é\"]", r"\d"]
+
+
+def regexes(*, max_leaves: int = 6) -> st.SearchStrategy[str]:
+    """Regexes both ``re`` and ``interegular`` read alike: atoms over :data:`MASK_CHARACTERS`
+    (classes, negated classes, ``.``) combined by concatenation, alternation and repetition."""
+    atoms = st.sampled_from(_REGEX_ATOMS)
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map(lambda p: p[0] + p[1]),
+            st.tuples(inner, inner).map(lambda p: f"(?:{p[0]}|{p[1]})"),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{1,3}"])).map(lambda p: f"(?:{p[0]}){p[1]}"),
+        )
+
+    return st.recursive(atoms, extend, max_leaves=max_leaves)

@@ -56,6 +56,8 @@ def exponents(timings: pd.DataFrame, stage: str) -> pd.DataFrame:
         ok = measured(group)
         skipped = group[group["median_s"].isna() & group["note"].str.startswith("skipped")]
         failed = group[group["note"].str.startswith("error")]
+        if ok.empty and failed.empty:
+            continue  # nothing measured at any size: not applicable (e.g. a peer that cannot run raw BPE)
         rows.append({
             "vocab": vocab, "corpus": corpus, "subject": subject, "kind": group["kind"].iloc[0],
             "exponent": fit_exponent(ok["size_bytes"], ok["median_s"]),

@@ -12,11 +12,15 @@ row. The mapping is by naming convention, not by benchmark: the stage comes from
 words in the benchmark's name (``interval``, ``worst``/``unsplittable``/
 ``adversarial``, ``incremental``/``append``, ``load``, ``pipeline``, ``scaling``),
 the subject from an ``implementation``/``approach``/``encoder`` parameter
-(``ours/<encoder>``, ``peer/<name>``, ``<approach>/<encoder>``), and vocabulary,
-corpus and size from parameters with the usual names (a size may also be read
-from the method name, ``..._5kB``). A benchmark without a corpus parameter is
-its own input (its class name), so each gets its own chart. Only the newest
-results file per machine is used. O(results).
+(``ours/<encoder>``, ``peer/<name>``, ``<approach>/<encoder>``; ``<approach>/default``
+is the default encoder taking that approach), and vocabulary, corpus and size from
+parameters with the usual names (a size may also be read from the method name,
+``..._5kB``). A benchmark without a vocabulary parameter ran on the suites'
+vocabulary (``bpebench.benchmarks.common.VOCAB``); one without a corpus parameter is
+its own input (its class name), so each gets its own chart. Raw-BPE suites (``Raw``
+in the class name) label their corpora "(raw BPE)", apart from pipelines on the same
+text; a scaling or worst-case input timed at one size is shown as a throughput. Only
+the newest results file per machine is used. O(results).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ CORPUS_PARAMS = ("corpus", "input", "text", "generator")
 SIZE_PARAMS = ("bytes", "size", "n_bytes", "nbytes", "length", "slice_bytes", "slice_length", "n")
 #: (word in the benchmark's name, stage), first match wins
 STAGE_WORDS = (("interval", "interval"), ("worst", "worst_case"), ("unsplittable", "worst_case"),
-               ("adversarial", "worst_case"), ("incremental", "incremental"), ("append", "incremental"),
+               ("incremental", "incremental"), ("append", "incremental"),
                ("load", "load"), ("pipeline", "throughput"), ("throughput", "throughput"), ("scaling", "scaling"))
 #: (word in the method name, operation of the load table)
 LOAD_OPERATIONS = (("cold", "build"), ("load", "build"), ("short", "short"), ("long", "long"), ("decode", "decode"))
@@ -87,16 +91,17 @@ def _stage(benchmark: str) -> str:
     return "throughput"
 
 
-def _subject(value, peer_names: set[str]) -> tuple[str, str, str]:
+def _subject(value, peer_names: set[str], default: str) -> tuple[str, str, str]:
     """(subject, kind, approach) from a parameter like ``ours/backtracking``, ``peer/tiktoken``,
-    ``append/appending``, ``from-scratch/default`` or a plain encoder name."""
+    ``append/appending``, ``from-scratch/default`` or a plain encoder name. ``<approach>/default``
+    is the default encoder (``default``) taking that approach: a parameter is never a subject."""
     text = str(value)
     prefix, _, name = text.partition("/") if "/" in text else ("", "", text)
     if prefix == "peer" or (not prefix and name in peer_names):
         return name, "peer", ""
     if prefix in ("", "ours"):
         return name, "encoder", ""
-    return (prefix if name == "default" else name), "encoder", prefix
+    return (default if name == "default" else name), "encoder", prefix
 
 
 def _size_from_name(method: str) -> int | None:
@@ -107,8 +112,10 @@ def _size_from_name(method: str) -> int | None:
     return int(match.group(1)) * {"k": 1_000, "M": 1_000_000, None: 1}[match.group(2)]
 
 
-def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tuple[list[dict], int]:
-    """timings.csv rows from one asv results file; also how many non-timing results were left out."""
+def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str], *, default_vocab: str = "",
+                      default_encoder: str = "default") -> tuple[list[dict], int]:
+    """timings.csv rows from one asv results file; also how many non-timing results were left out.
+    A benchmark without a vocabulary parameter ran on ``default_vocab`` (the suites' vocabulary)."""
     columns = data.get("result_columns") or ["result", "params"]
     rows, left_out = [], 0
     for name, values in (data.get("results") or {}).items():
@@ -134,7 +141,7 @@ def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tup
             vocab_param, vocab = _pick(params, VOCAB_PARAMS)
             corpus_param, corpus = _pick(params, CORPUS_PARAMS)
             size_param, size = _pick(params, SIZE_PARAMS)
-            subject, kind, approach = _subject(subject if subject is not None else cls, peer_names)
+            subject, kind, approach = _subject(subject if subject is not None else cls, peer_names, default_encoder)
             stage = _stage(name)
             size = size if isinstance(size, (int, float)) else _size_from_name(method)
             operation = method
@@ -148,15 +155,17 @@ def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tup
                 operation = f"{approach} {operation}"
             used = {subject_param, vocab_param, corpus_param, size_param}
             rest = ",".join(f"{k}={v}" for k, v in params.items() if k not in used)
+            input_name = str(corpus) if corpus is not None else cls  # else the class names the input
+            if "raw" in cls.lower() and corpus is not None:
+                input_name += " (raw BPE)"  # no pre-tokenizer: not comparable with a pipeline on that corpus
             row = {
-                "stage": stage, "vocab": "" if vocab is None else str(vocab), "subject": subject, "kind": kind,
-                # without a corpus parameter the benchmark class names the input (one chart each)
-                "corpus": str(corpus) if corpus is not None else cls,
+                "stage": stage, "vocab": str(vocab) if vocab is not None else default_vocab, "subject": subject,
+                "kind": kind, "corpus": input_name,
                 "operation": operation + (f" [{rest}]" if rest else ""),
                 "size_bytes": int(size) if size is not None else None,
             }
             if value is None or (isinstance(value, float) and value != value):
-                row["note"] = "skipped: no asv result (failed or not applicable)"
+                row["note"] = "skipped: asv has no result (over the time cap, not applicable, or failed)"
             else:
                 low = q25[i] if i < len(q25) and q25[i] is not None else value
                 high = q75[i] if i < len(q75) and q75[i] is not None else value
@@ -164,6 +173,15 @@ def rows_from_results(data: dict, benchmarks: dict, peer_names: set[str]) -> tup
                             "min_s": float(low), "max_s": float(high),
                             "repeats": repeat[i] if i < len(repeat) else None})
             rows.append(row)
+    # a scaling or worst-case chart needs sizes to draw a curve: an input timed at one size is a throughput
+    curves = ("scaling", "worst_case")
+    sizes: dict[tuple, set] = {}
+    for row in rows:
+        if row["stage"] in curves:
+            sizes.setdefault((row["stage"], row["corpus"], row["operation"]), set()).add(row["size_bytes"])
+    for row in rows:
+        if row["stage"] in curves and len(sizes[(row["stage"], row["corpus"], row["operation"])]) < 2:
+            row["stage"] = "throughput"
     return rows, left_out
 
 
@@ -177,18 +195,18 @@ def import_asv(results_dir: str | Path, out: str | Path) -> int:
         raise BpebenchError(f"{results_dir}: no asv results files "
                             "(expected <machine>/machine.json and <commit>-*.json)")
     benchmarks = _read_json(results_dir / "benchmarks.json") if (results_dir / "benchmarks.json").exists() else {}
-    try:
-        from bpebench.algorithms.peers import peer_names
+    from bpebench.algorithms.core.registry import default_encoder_name
+    from bpebench.algorithms.peers import peer_names
+    from bpebench.benchmarks.common import VOCAB
 
-        peers = set(peer_names())
-    except ImportError:
-        peers = set()
+    peers = set(peer_names())
     store = ResultStore(out)
     store.create(resume=False)
     total, left_out, sources = 0, 0, []
     machine, data = found[0][0], found[0][1]
     for machine_info, results, path in found:
-        rows, skipped = rows_from_results(results, benchmarks, peers)
+        rows, skipped = rows_from_results(results, benchmarks, peers, default_vocab=VOCAB,
+                                          default_encoder=default_encoder_name())
         total += store.write_rows("timings.csv", rows)
         left_out += skipped
         sources.append(f"{machine_info.get('machine', '?')}: {path.name}")
@@ -208,6 +226,7 @@ def import_asv(results_dir: str | Path, out: str | Path) -> int:
             "numba_jit": "as configured for asv",
         },
         "vocabularies": vocabs,
+        "vocabulary_details": _vocabulary_details(vocabs),
         "plan": {"preset": "asv"},
         "notes": notes,
     })
@@ -231,3 +250,20 @@ def _date(value) -> str:
         return dt.datetime.fromtimestamp(int(value) / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
     except (TypeError, ValueError, OverflowError):
         return str(value)
+
+
+def _vocabulary_details(names: list[str]) -> dict:
+    """What the page's vocabulary table shows, for the vocabularies that load here (asv results
+    carry only their names)."""
+    from bpebench.algorithms.formats import load_vocabulary
+
+    from .environment import describe_vocabulary
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = describe_vocabulary(load_vocabulary(name))
+        except BpebenchError:
+            continue
+    return out
+

@@ -60,6 +60,11 @@ def register(subparsers) -> None:
                    help="--compare flags ratios beyond FACTOR or below 1/FACTOR (default 1.25)")
     p.add_argument("--screenshot", metavar="PNG", help="also save a PNG of the top of the page (needs chromium)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--isolation-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="an outside encoder's call (run in a forked child) counts as hung after this long"
+                        " (default 600)")
+    p.add_argument("--isolation-memory", type=float, default=4.0, metavar="GB",
+                   help="memory an outside encoder's call may add before it counts as too much (default 4)")
     p.set_defaults(func=cmd_report)
 
 
@@ -122,8 +127,15 @@ def _measure(args, out: Path) -> int:
     store = ResultStore(out)
     if args.resume and not store.has_results():
         print(f"nothing to resume in {out}: starting a new run", file=sys.stderr)
+    if args.isolation_timeout <= 0 or args.isolation_memory <= 0:
+        raise BpebenchError("--isolation-timeout and --isolation-memory must be positive")
     ctx = RunContext(plan=plan, store=store, vocab_names=vocabs, algorithms=algorithms, peers=_names(args.peers),
-                     corpora=corpora, quiet=args.quiet)
+                     corpora=corpora, quiet=args.quiet, isolation_timeout=args.isolation_timeout,
+                     isolation_memory=int(args.isolation_memory * 2**30))
+    if not args.quiet:
+        print(f"bpebench report ({plan.preset}): vocabularies {', '.join(vocabs)}; stages "
+              f"{', '.join(stages or stage_names())}; each result is written to {out}/ as it is measured"
+              " (Ctrl-C keeps them, --resume continues)", file=sys.stderr, flush=True)
     started = time.perf_counter()
     try:
         run_sweep(ctx, stages=stages, resume=args.resume)

@@ -20,7 +20,7 @@ from bpebench.errors import BpebenchError
 
 from .analysis import measured
 from .html import esc, page, ratio, seconds, table
-from .store import KEY_COLUMNS, ResultStore
+from .store import KEY_COLUMNS, ResultStore, write_atomically
 
 TIMING_KEY = list(KEY_COLUMNS["timings.csv"])
 
@@ -155,5 +155,5 @@ def render_comparison(comparison: Comparison, path: Path) -> Path:
     body.append("<section id='correctness'><h2>Correctness changes</h2>"
                 + (table(["what", "old", "new", "flag"], crow) if crow else "<p class='note'>none</p>") + "</section>")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page("bpebench comparison", "".join(body)), encoding="utf-8")
+    write_atomically(path, page("bpebench comparison", "".join(body)).encode("utf-8"))
     return path

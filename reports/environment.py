@@ -32,6 +32,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def cpu_mhz() -> float | None:
+    """The clock ``/proc/cpuinfo`` states for the first core (MHz), or None. On a virtual
+    machine this is the nominal clock the hypervisor reports, not a measured one."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("cpu mhz"):
+                return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def ram_bytes() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -85,6 +97,7 @@ def describe_environment() -> dict:
         load = None
     return {
         "cpu": cpu_model(),
+        "cpu_mhz": cpu_mhz(),
         "cores": usable_cores(),
         "ram_gb": round(ram / 2**30, 1) if ram else None,
         "load_average_1min": load,
@@ -95,3 +108,10 @@ def describe_environment() -> dict:
         "commit": git_commit(),
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
+
+
+def describe_vocabulary(vocab) -> dict:
+    """What the page's vocabulary table shows about a loaded Vocabulary."""
+    return {"tokens": len(vocab.tokens), "rule": vocab.rule, "pattern": vocab.pattern or "",
+            "source": str(vocab.source), "specials": len(vocab.special_tokens)}
+

@@ -101,9 +101,21 @@ Cell = str | tuple[str, str]  # text, or (text, css class); text is already esca
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Cell]], *, text_columns: int = 1,
-          row_classes: Sequence[str] | None = None, css: str = "", header_html: bool = False) -> str:
+          row_classes: Sequence[str] | None = None, css: str = "", header_html: bool = False,
+          drop_empty_columns: bool = False) -> str:
     """An HTML table; the first ``text_columns`` columns are left-aligned text. Headers are escaped
-    unless ``header_html``."""
+    unless ``header_html``. ``drop_empty_columns`` leaves out columns (after the text ones) whose
+    every cell is empty or a dash: a column that says nothing on this page."""
+    if drop_empty_columns:
+        rows = [list(r) for r in rows]
+
+        def said(cell) -> bool:
+            text = cell[0] if isinstance(cell, tuple) else cell
+            return str(text).strip() not in ("", "–")
+
+        keep = [i for i in range(len(headers)) if i < text_columns or any(i < len(r) and said(r[i]) for r in rows)]
+        headers = [headers[i] for i in keep]
+        rows = [[r[i] for i in keep if i < len(r)] for r in rows]
     out = [f'<div class="scroll"><table class="{css}"><thead><tr>' if css else '<div class="scroll"><table><thead><tr>']
     for i, h in enumerate(headers):
         h = h if header_html else esc(h)

@@ -24,21 +24,51 @@ SIZE = (9.0, 4.6)
 PANELS_PER_ROW = 4
 
 
-class Palette:
-    """A stable colour per subject name (in first-seen order)."""
+#: one colour per known subject, the same in every report whatever else is measured: built-in
+#: encoders first, then the peers (tab20's pairs split so that no two neighbours look alike)
+_FIXED_NAMES = ("backtracking", "table", "heap", "appending", "prepending", "interval", "naive", "greedy",
+                "minimal", "token_tree", "tiktoken", "hf-tokenizers", "sentencepiece", "bpe-openai", "quicktok",
+                "rs-bpe", "gigatoken", "gigatoken-tiktoken", "fastokens", "toktok", "splintr", "tokie", "kitoken",
+                "llguidance")
 
-    def __init__(self, names) -> None:
-        cycle = list(plt.get_cmap("tab10").colors) + list(plt.get_cmap("Dark2").colors)
-        self._colors = {name: cycle[i % len(cycle)] for i, name in enumerate(dict.fromkeys(names))}
+
+def _fixed_colours() -> dict[str, tuple]:
+    tab20 = list(plt.get_cmap("tab20").colors)
+    distinct = tab20[0::2] + tab20[1::2] + list(plt.get_cmap("Dark2").colors)  # 28 colours
+    return dict(zip(_FIXED_NAMES, distinct))
+
+
+class Palette:
+    """A colour per subject name that does not depend on which other subjects are shown: known
+    encoders and peers have their own, and any other name (a plugin) takes one of tab20b's by a
+    hash of its name, so it keeps its colour across runs and adding a plugin recolours nothing."""
+
+    def __init__(self) -> None:
+        self._colors = _fixed_colours()
+        self._spare = list(plt.get_cmap("tab20b").colors)
 
     def __call__(self, name: str):
-        return self._colors.get(name, "black")
+        found = self._colors.get(name)
+        if found is None:
+            import zlib
+
+            found = self._spare[zlib.crc32(name.encode("utf-8")) % len(self._spare)]
+        return found
 
 
 def _save(fig, out_dir: Path, name: str) -> str:
-    fig.tight_layout()
-    fig.savefig(out_dir / name, dpi=DPI)
-    plt.close(fig)
+    # tight_layout leaves no room for a figure-level title: keep the panels below it
+    fig.tight_layout(rect=(0, 0, 1, 0.95) if fig.get_suptitle() else (0, 0, 1, 1))
+    import io
+
+    from .store import write_atomically
+
+    png = io.BytesIO()
+    try:
+        fig.savefig(png, dpi=DPI, format="png")
+    finally:
+        plt.close(fig)
+    write_atomically(out_dir / name, png.getvalue())  # a full disk leaves no half-written chart
     return name
 
 
@@ -80,8 +110,10 @@ def runtime_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str
 
 
 def throughput_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: str, *, title: str,
-                     value: str = "mb_s", xlabel: str = "MB/s (log scale; longer is faster)") -> str | None:
-    """One panel per corpus: ``value`` (MB/s) per subject (same subject order in every panel; peers hatched)."""
+                     value: str = "mb_s", xlabel: str = "MB/s (log scale; longer is faster)",
+                     fused: frozenset[str] = frozenset()) -> str | None:
+    """One panel per corpus: ``value`` (MB/s) per subject (same subject order in every panel; peers
+    hatched; the subjects in ``fused``, whose pipeline is the fused compiled one, labelled so)."""
     rows = rows[rows[value].notna() & (rows[value] > 0)]
     if rows.empty:
         return None
@@ -109,7 +141,7 @@ def throughput_chart(rows: pd.DataFrame, palette: Palette, out_dir: Path, name: 
     axes[0][0].set_yticks(range(len(subjects)))
     axes[0][0].invert_yaxis()
     for row in axes:
-        row[0].set_yticklabels(subjects, fontsize=8)
+        row[0].set_yticklabels([f"{s} (fused)" if s in fused else s for s in subjects], fontsize=8)
     fig.supxlabel(xlabel, fontsize=9)
     fig.suptitle(title, fontsize=10)
     return _save(fig, out_dir, name)

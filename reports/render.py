@@ -4,7 +4,7 @@ Reads only the store (``meta.json`` and the CSV tables), so it works on a
 finished run, an interrupted one, a resumed one, or results imported from asv.
 Sections, in reading order: summary, verdicts (one paragraph per encoder, then
 peers), scaling, throughput, worst case, correctness, conformance, incremental
-and interval counting, load / short / long / decode, raw data. A section with no
+and interval counting, load / short / long / decode, token masks, raw data. A section with no
 rows says why instead of disappearing. Cost: O(rows) plus one matplotlib figure
 per chart.
 """
@@ -12,11 +12,13 @@ per chart.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from . import analysis, plots
 from .html import esc, image, missing, notes, number, page, percent, ratio, seconds, size, table
-from .store import ResultStore
+from .stages_trie import trie_section
+from .store import ResultStore, write_atomically
 
 #: (id, title) of every section, in page order (the tests check each one is rendered)
 SECTIONS = (
@@ -29,6 +31,7 @@ SECTIONS = (
     ("conformance", "Conformance kit"),
     ("incremental", "Incremental and interval counting"),
     ("load", "Load, short input, long input, decode"),
+    ("trie", "Token masks: the DFS trie"),
     ("raw-data", "Raw data"),
 )
 
@@ -44,14 +47,8 @@ class Report:
         self.agreement = self.store.frame("agreement.csv")
         self.conformance = analysis.conformance_latest(self.store.frame("conformance.csv"))
         self.throughput = analysis.throughput(self.timings)
-        self.palette = plots.Palette(self._subject_order())
+        self.palette = plots.Palette()
         self.notes: dict[str, list[str]] = self.meta.get("notes", {}) or {}
-
-    def _subject_order(self) -> list[str]:
-        names = list(self.meta.get("subjects", {}))
-        names += [s for s in self.timings["subject"] if not s.startswith("(")]
-        names += list(self.agreement["subject"])
-        return list(dict.fromkeys(names))
 
     @property
     def vocabs(self) -> list[str]:
@@ -268,7 +265,7 @@ def _exponent_table(report: Report, stage: str) -> str:
                       "bad") if r["error"] else ""])
         classes.append("peer" if r["kind"] == "peer" else "")
     return table(["subject", "vocabulary", "input", "exponent", "largest", "time there", "skipped (cap)", "error"],
-                 rows, text_columns=3, row_classes=classes)
+                 rows, text_columns=3, row_classes=classes, drop_empty_columns=True)
 
 
 def _runtime_section(report: Report, stage: str, intro: str, note_key: str) -> str:
@@ -277,18 +274,34 @@ def _runtime_section(report: Report, stage: str, intro: str, note_key: str) -> s
     if rows.empty:
         out.append('<p class="note">Not measured in this run.</p>')
     for (vocab, corpus), group in rows.groupby(["vocab", "corpus"], sort=False):
-        name = plots.runtime_chart(group, report.palette, report.out, f"{stage}-{_slug(vocab)}-{_slug(corpus)}.png",
-                                   title=f"{vocab}, {corpus}: median seconds per call (band: quartiles)")
+        name = plots.runtime_chart(group, report.palette, report.out, _chart_name(stage, vocab, corpus),
+                                   title=_title(vocab, corpus, "median seconds per call (band: quartiles)"))
         out.append(image(name, f"{stage} chart for {vocab} / {corpus}"))
     out.append(_exponent_table(report, stage))
     out.append(report.section_notes(note_key))
     return "".join(out)
 
 
+def _title(*parts: str) -> str:
+    """``"o200k_base, prose-en: what"`` from the parts that are not empty (asv results may lack a vocabulary)."""
+    *where, what = [str(p) for p in parts if str(p or "").strip()]
+    return f"{', '.join(where)}: {what}" if where else what
+
+
+def _chart_name(*parts: str) -> str:
+    return "-".join(_slug(p) for p in parts if str(p or "").strip()) + ".png"
+
+
 def _slug(text: str) -> str:
-    """A file-name-safe form (the last path component of a vocabulary or corpus given by path)."""
-    text = Path(str(text)).name if "/" in str(text) else str(text)
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:60] or "default"
+    """A file-name-safe form: the last path component of a vocabulary or corpus given by path, plus a
+    hash of the whole path (two files of the same name in one report must not share a chart)."""
+    text = str(text)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (Path(text).name if "/" in text else text))
+    if "/" in text or os.sep in text:
+        import hashlib
+
+        return f"{safe[:48]}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return safe[:60] or "default"
 
 
 #: corpora per throughput table (three metrics each keep a table within the page width)
@@ -303,14 +316,23 @@ def _throughput(report: Report) -> str:
            "spread. Peers in italics.</p>"]
     if t.empty:
         return out[0] + '<p class="note">Not measured in this run.</p>'
+    subjects = report.subjects()
+    fused = [name for name, info in subjects.items() if info.get("fused")]
+    if fused:
+        out.append(f"<p>Only {', '.join(f'<b>{esc(n)}</b>' for n in fused)} (marked ⚡) runs the fused compiled "
+                   "pipeline, pre-tokenizer and BPE in one call; every other encoder is measured through the "
+                   "reference path (pre-tokenizer in Python, then the encoder on each piece), so its figures here "
+                   "say more about that path than about the encoder (the scaling section times encoders alone).</p>")
     for vocab, by_vocab in t.groupby("vocab", sort=False):
         if by_vocab["mb_s"].notna().any():
-            name = plots.throughput_chart(by_vocab, report.palette, report.out, f"throughput-{_slug(vocab)}.png",
-                                          title=f"{vocab}: pipeline throughput (peers hatched)")
+            name = plots.throughput_chart(by_vocab, report.palette, report.out, _chart_name("throughput", vocab),
+                                          title=_title(vocab, "pipeline throughput (peers hatched; only the encoders"
+                                                              " marked fused run the compiled pipeline)"),
+                                          fused=frozenset(fused))
         else:  # sizes unknown (asv results): calls per second still rank the subjects
             name = plots.throughput_chart(by_vocab.assign(calls_s=1 / by_vocab["median_s"]), report.palette,
-                                          report.out, f"throughput-{_slug(vocab)}.png", value="calls_s",
-                                          title=f"{vocab}: calls per second (input sizes not recorded)",
+                                          report.out, _chart_name("throughput", vocab), value="calls_s",
+                                          title=_title(vocab, "calls per second (input sizes not recorded)"),
                                           xlabel="calls per second (log scale; longer is faster)")
         out.append(f"<h3>{esc(vocab)}</h3>" + image(name, f"throughput chart for {vocab}"))
         order = (by_vocab.groupby("subject", sort=False)
@@ -318,27 +340,33 @@ def _throughput(report: Report) -> str:
                         else analysis.geometric_mean(g["mb_s"]) * 1e-9, include_groups=False)
                  .sort_values(ascending=False).index.tolist())
         corpora = list(dict.fromkeys(by_vocab["corpus"]))
+        sized = by_vocab["mb_s"].notna().any()  # asv results may carry no input sizes: calls per second then
+        metrics = ["MB/s", "tokens/s", "vs tiktoken"] if sized else ["calls/s", "vs tiktoken"]
         for start in range(0, len(corpora), CORPORA_PER_TABLE):
             chunk = corpora[start : start + CORPORA_PER_TABLE]
-            sizes = {c: size(by_vocab[by_vocab["corpus"] == c]["size_bytes"].iloc[0]) for c in chunk}
-            groups = "".join(f'<th class="group" colspan="3">{esc(c)} ({sizes[c]})</th>' for c in chunk)
+            groups = ""
+            for c in chunk:
+                known = by_vocab[by_vocab["corpus"] == c]["size_bytes"].dropna()
+                label = f"{c} ({size(known.iloc[0])})" if len(known) else c
+                groups += f'<th class="group" colspan="{len(metrics)}">{esc(label)}</th>'
             rows, classes = [], []
             for subject in order:
                 mine = by_vocab[by_vocab["subject"] == subject]
-                cells = [esc(subject)]
+                cells = [esc(subject) + (" ⚡" if subjects.get(subject, {}).get("fused") else "")]
                 for corpus in chunk:
                     hit = mine[mine["corpus"] == corpus]
                     if hit.empty:
-                        cells += ["–", "–", "–"]
+                        cells += ["–"] * len(metrics)
                         continue
                     r = hit.iloc[0]
                     hover = f"{seconds(r['median_s'])} per call, interquartile spread {percent(r['spread'], 0)}"
                     vs = r["vs_tiktoken"]
-                    cells += [f'<span title="{esc(hover)}">{number(r["mb_s"])}</span>', number(r["tokens_s"]),
-                              (ratio(vs), "" if missing(vs) else "good" if vs >= 1 else "muted")]
+                    speed = [number(r["mb_s"]), number(r["tokens_s"])] if sized else [number(1 / r["median_s"])]
+                    speed[0] = f'<span title="{esc(hover)}">{speed[0]}</span>'
+                    cells += [*speed, (ratio(vs), "" if missing(vs) else "good" if vs >= 1 else "muted")]
                 rows.append(cells)
                 classes.append("peer" if mine["kind"].iloc[0] == "peer" else "")
-            headers = ["subject"] + ["MB/s", "tokens/s", "vs tiktoken"] * len(chunk)
+            headers = ["subject"] + metrics * len(chunk)
             html_table = table(headers, rows, row_classes=classes)
             out.append(html_table.replace("<thead><tr>", f'<thead><tr><th></th>{groups}</tr><tr>', 1))
     return "".join(out)
@@ -369,8 +397,8 @@ def _incremental(report: Report) -> str:
             labelled = group.assign(label=group["subject"] + " · " + group["operation"].str.replace("_", " "),
                                     dashed=group["operation"].str.startswith("encode"))
             xlabel = "text length (bytes)" if stage == "incremental" else "slice length (bytes)"
-            name = plots.runtime_chart(labelled, report.palette, report.out, f"{stage}-{_slug(vocab)}.png",
-                                       title=f"{vocab}: {title.lower()}", xlabel=xlabel)
+            name = plots.runtime_chart(labelled, report.palette, report.out, _chart_name(stage, vocab),
+                                       title=_title(vocab, title.lower()), xlabel=xlabel)
             out.append(image(name, f"{stage} chart for {vocab}"))
         out.append(report.section_notes(stage))
     return "".join(out)
@@ -547,6 +575,7 @@ def render(directory: str | Path) -> Path:
         "conformance": _conformance,
         "incremental": _incremental,
         "load": _load,
+        "trie": trie_section,
         "raw-data": _raw_data,
     }
     nav = "<nav>" + "".join(f'<a href="#{sid}">{esc(title)}</a>' for sid, title in SECTIONS) + "</nav>"
@@ -558,6 +587,6 @@ def render(directory: str | Path) -> Path:
     lede = f"BPE encoders and peer tokenizers on {esc(vocabs)}" + (f" ({esc(preset)} sweep)" if preset else "")
     body = f"<h1>bpebench report</h1><p class='lede'>{lede}</p>{nav}" + "".join(sections)
     path = report.out / "index.html"
-    path.write_text(page("bpebench report", body), encoding="utf-8")
+    write_atomically(path, page("bpebench report", body).encode("utf-8"))
     return path
 

@@ -41,6 +41,8 @@ class Subject:
     summary: str = ""
     capabilities: frozenset = frozenset()
     handle: Any = field(default=None, repr=False)  # the Encoder or peer object
+    #: its pipeline runs the fused compiled kernel (pre-tokenizer and BPE in one call)
+    fused: bool = False
 
     @property
     def is_reference(self) -> bool:
@@ -57,8 +59,14 @@ def encoder_subject(name: str, vocab: Vocabulary) -> Subject:
     return Subject(
         name=name, kind="encoder", declared_exact=cls.is_exact(), raw=encoder.encode,
         pipeline=tokenizer.encode_ordinary, decode=tokenizer.decode, build_seconds=built,
-        summary=cls.summary, capabilities=frozenset(cls.capabilities), handle=encoder,
+        summary=cls.summary, capabilities=frozenset(cls.capabilities), handle=encoder, fused=tokenizer.fused,
     )
+
+
+def is_outside(name: str) -> bool:
+    """True for an encoder that is not part of bpebench (an entry point or another package's class):
+    the report runs its code in forked children."""
+    return not get_encoder_class(name).__module__.startswith("bpebench.")
 
 
 def select_encoders(wanted: list[str] | None) -> list[str]:

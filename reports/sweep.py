@@ -13,12 +13,13 @@ vocabulary and timed (it appears in the load table).
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from typing import Iterable
 
-from . import stages_checks, stages_incremental, stages_timing  # noqa: F401  (they register their stages)
-from .environment import describe_environment
+from . import stages_checks, stages_incremental, stages_timing, stages_trie  # noqa: F401  (they register their stages)
+from .environment import describe_environment, describe_vocabulary
 from .progress import Progress
 from .tasks import STAGES, RunContext, Task
 
@@ -36,18 +37,33 @@ def _error_row(exc: BaseException) -> dict:
     return {"note": text[:500]}
 
 
-def _prime_series(ctx: RunContext) -> None:
-    """On resume, the cost extrapolation continues from the stored rows."""
-    for row in ctx.store.rows("timings.csv"):
-        if not row.get("median_s"):
-            continue
-        key = (row["stage"], row["vocab"], row["subject"], row["corpus"], row["operation"])
-        point = (int(float(row["size_bytes"] or 0)), float(row["median_s"]))
-        ctx.series_points.setdefault(key, []).append(point)
+def _record_point(ctx: RunContext, row: dict) -> None:
+    """A measured timing extends its series, from which later sizes' costs are predicted."""
+    if not row.get("median_s") or not row.get("size_bytes"):
+        return
+    key = (row["stage"], row["vocab"], row["subject"], row["corpus"], row["operation"])
+    ctx.series_points.setdefault(key, []).append((int(float(row["size_bytes"])), float(row["median_s"])))
+
+
+_GAVE_UP = ("crashed", "hung", "too much memory")
+
+
+def _prime_from_store(ctx: RunContext) -> None:
+    """On resume, the cost extrapolation continues from the stored rows, and a subject that crashed,
+    hung or took too much memory before is not run again."""
+    for table in ("timings.csv", "agreement.csv"):
+        for row in ctx.store.rows(table):
+            if table == "timings.csv":
+                _record_point(ctx, row)
+            status = next((s for s in _GAVE_UP if row.get("note", "").startswith(f"{s}:")), None)
+            if status and row.get("subject"):
+                ctx.failed[row["subject"]] = status
 
 
 def run_tasks(ctx: RunContext, stage_name: str, tasks: Iterable[Task]) -> int:
-    """Run the tasks not stored yet; returns how many ran."""
+    """Run the tasks not stored yet; returns how many ran. Tasks of an outside encoder run in a
+    forked child (:mod:`.isolation`); once one of its calls crashes, hangs or takes too much
+    memory, its remaining tasks are recorded as skipped rather than run."""
     tasks = list(tasks)
     todo = [t for t in tasks if not ctx.store.done(t.table, t.key)]
     ran = 0
@@ -55,19 +71,47 @@ def run_tasks(ctx: RunContext, stage_name: str, tasks: Iterable[Task]) -> int:
         bar.step("resumed" if len(todo) < len(tasks) else "", advance=len(tasks) - len(todo))
         for task in todo:
             bar.step(task.label, advance=0)
-            try:
-                columns = task.run()
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except Exception as exc:  # recorded in the row: the report shows it
-                columns = _error_row(exc)
-                if ctx.store.directory.exists():
-                    with (ctx.store.directory / "errors.log").open("a", encoding="utf-8") as log:
-                        log.write(f"--- {stage_name} {task.key}\n{traceback.format_exc()}\n")
-            ctx.store.append(task.table, {**task.key, **columns})
+            subject = task.key.get("subject")
+            if subject in ctx.failed:
+                columns = {"note": f"skipped: {subject} {ctx.failed[subject]} earlier in this run"}
+            elif subject in ctx.isolated:
+                columns = _run_isolated_task(ctx, stage_name, task)
+            else:
+                try:
+                    columns = task.run()
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as exc:  # recorded in the row: the report shows it
+                    columns = _error_row(exc)
+                    _log_error(ctx, stage_name, task, traceback.format_exc())
+            row = {**task.key, **columns}
+            ctx.store.append(task.table, row)
+            if task.table == "timings.csv":
+                _record_point(ctx, row)
             ran += 1
             bar.step(task.label)
     return ran
+
+
+def _run_isolated_task(ctx: RunContext, stage_name: str, task: Task) -> dict:
+    from .isolation import run_isolated
+
+    status, value = run_isolated(task.run, timeout=ctx.isolation_timeout, memory=ctx.isolation_memory)
+    if status == "ok":
+        return value
+    if status == "error":
+        _log_error(ctx, stage_name, task, value)
+        return {"note": f"error: {value}"[:500]}
+    subject = task.key.get("subject")
+    ctx.failed[subject] = status
+    ctx.note("summary", f"{subject} {status} on {task.label} ({value}); its remaining measurements were skipped")
+    return {"note": f"{status}: {value}"[:500]}
+
+
+def _log_error(ctx: RunContext, stage_name: str, task: Task, text: str) -> None:
+    if ctx.store.directory.exists():
+        with (ctx.store.directory / "errors.log").open("a", encoding="utf-8") as log:
+            log.write(f"--- {stage_name} {task.key}\n{text}\n")
 
 
 def run_sweep(ctx: RunContext, *, stages: list[str] | None = None, resume: bool = False) -> dict:
@@ -85,11 +129,13 @@ def run_sweep(ctx: RunContext, *, stages: list[str] | None = None, resume: bool 
     meta.setdefault("started", time.strftime("%Y-%m-%d %H:%M:%S"))
     ctx.store.write_meta(meta)
     if resume:
-        _prime_series(ctx)
+        _prime_from_store(ctx)
     elapsed_before = float(meta.get("elapsed_s", 0.0)) if resume else 0.0
     started = time.perf_counter()
     for name in stages or stage_names():
         title, make_tasks = STAGES[name]
+        if not ctx.quiet:  # building a stage's subjects (encoders, peers, compiled code) can take a while
+            print(f"{name:<12} preparing: {title.lower()}", file=sys.stderr, flush=True)
         run_tasks(ctx, name, make_tasks(ctx))
         if name not in meta["completed_stages"]:
             meta["completed_stages"].append(name)
@@ -102,11 +148,7 @@ def run_sweep(ctx: RunContext, *, stages: list[str] | None = None, resume: bool 
 
 
 def _vocab_details(ctx: RunContext) -> dict:
-    out = {}
-    for name, vocab in ctx._vocabs.items():
-        out[name] = {"tokens": len(vocab.tokens), "rule": vocab.rule, "pattern": vocab.pattern or "",
-                     "source": str(vocab.source), "specials": len(vocab.special_tokens)}
-    return out
+    return {name: describe_vocabulary(vocab) for name, vocab in ctx._vocabs.items()}
 
 
 def _subject_details(ctx: RunContext) -> dict:
@@ -116,7 +158,7 @@ def _subject_details(ctx: RunContext) -> dict:
             entry = out.setdefault(s.name, {"kind": s.kind, "declared_exact": s.declared_exact,
                                             "summary": s.summary, "capabilities": sorted(s.capabilities),
                                             "vocabularies": [], "raw": s.raw is not None,
-                                            "pipeline": s.pipeline is not None})
+                                            "pipeline": s.pipeline is not None, "fused": s.fused})
             if vocab_name not in entry["vocabularies"]:
                 entry["vocabularies"].append(vocab_name)
     return out

@@ -16,7 +16,7 @@ from bpebench.algorithms.formats.vocabulary import Vocabulary
 from .inputs import Source, corpus_sources
 from .plan import SweepPlan
 from .store import ResultStore
-from .subjects import Subject, encoder_subject, peer_subjects, select_encoders
+from .subjects import Subject, encoder_subject, is_outside, peer_subjects, select_encoders
 
 
 @dataclass
@@ -47,6 +47,12 @@ class RunContext:
     _sources: dict[tuple, list[Source]] = field(default_factory=dict)
     #: (stage, vocab, subject, corpus, operation) -> measured (size, median seconds) points of a series
     series_points: dict[tuple, list[tuple[int, float]]] = field(default_factory=dict)
+    #: outside encoders (not part of bpebench): built and measured in forked children
+    isolated: set[str] = field(default_factory=set)
+    #: subject -> "crashed" / "hung" / "too much memory": its remaining tasks are skipped
+    failed: dict[str, str] = field(default_factory=dict)
+    isolation_timeout: float = 600.0
+    isolation_memory: int = 4 * 2**30
 
     def note(self, section: str, message: str) -> None:
         messages = self.notes.setdefault(section, [])
@@ -64,6 +70,10 @@ class RunContext:
             vocab = self.vocab(vocab_name)
             subjects = []
             for name in select_encoders(self.algorithms):
+                if is_outside(name):
+                    self.isolated.add(name)
+                    if not self._builds_in_a_child(name, vocab, vocab_name):
+                        continue
                 try:
                     subjects.append(encoder_subject(name, vocab))
                 except Exception as exc:  # an encoder that cannot be built is reported, not fatal
@@ -74,6 +84,19 @@ class RunContext:
             subjects.extend(peers)
             self._subjects[vocab_name] = subjects
         return self._subjects[vocab_name]
+
+    def _builds_in_a_child(self, name: str, vocab: Vocabulary, vocab_name: str) -> bool:
+        """An outside encoder is first built in a forked child: one that crashes, hangs or eats the
+        memory there is left out with a note instead of taking the run down."""
+        from .isolation import run_isolated
+
+        status, detail = run_isolated(lambda: encoder_subject(name, vocab) and None,
+                                      timeout=self.isolation_timeout, memory=self.isolation_memory)
+        if status in ("ok", "error"):
+            return True  # an exception is reported by the in-process build below
+        self.failed[name] = status
+        self.note("summary", f"{name} {status} while being built for {vocab_name} ({detail}); left out")
+        return False
 
     def sources(self, vocab_name: str, categories: tuple[str, ...], keep=None) -> list[Source]:
         key = (vocab_name, categories, keep)

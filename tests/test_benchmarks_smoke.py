@@ -68,14 +68,24 @@ def test_raw_suites_cover_every_registered_encoder():
     assert {f"ours/{n}" for n in encoder_names()} <= set(PipelineEncode.params[0])
 
 
-def test_the_reference_is_skipped_above_its_size_limit():
+def test_a_quadratic_encoder_is_skipped_by_measurement_not_by_name(monkeypatch):
+    """Every scaling suite predicts each size's time from smaller ones: a registered encoder that is
+    quadratic (an unknown plugin here: the reference's algorithm under another name) is skipped at
+    large sizes, and runs at small ones."""
+    from bpebench.algorithms.core import registry
+    from bpebench.algorithms.naive import NaiveEncoder
     from bpebench.benchmarks import common
     from bpebench.benchmarks.bench_scaling import RawEncodeScaling
 
-    reference = next(n for n in encoder_names() if common.is_reference(n))
-    with pytest.raises(NotImplementedError):
-        RawEncodeScaling().setup(reference, 10 * common.NAIVE_MAX_BYTES)
-    RawEncodeScaling().setup(reference, common.NAIVE_MAX_BYTES)
+    class QuadraticPlugin(NaiveEncoder):
+        name = "zz_quadratic_plugin"
+        capabilities = frozenset({"exact"})  # not marked as the reference
+
+    monkeypatch.setitem(registry._REGISTRY, QuadraticPlugin.name, QuadraticPlugin)
+    monkeypatch.setattr(common, "BUDGET_SECONDS", 0.5)
+    with pytest.raises(NotImplementedError, match="over budget"):
+        RawEncodeScaling().setup(QuadraticPlugin.name, 100_000)
+    RawEncodeScaling().setup(QuadraticPlugin.name, 100)
 
 
 def test_tokens_per_byte_agrees_with_tiktoken():

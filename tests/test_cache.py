@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import multiprocessing
+import json
 import os
 import shutil
 import time
@@ -119,17 +120,72 @@ def test_damaged_cache_is_detected_and_rebuilt(small_tiktoken_file, cache_root, 
     assert ids(load(small_tiktoken_file, builds)) == expected and builds.count == 2
 
 
-def test_damaged_array_data_is_caught_by_verify(small_tiktoken_file, cache_root, expected):
+@pytest.mark.parametrize("where", [-200, -5000, 10_000])
+def test_damaged_array_data_is_never_used(small_tiktoken_file, cache_root, expected, capsys, where):
+    """One flipped bit in the arrays (sizes and header still check out) is found on the next load,
+    without asking for verification: the file changed since its bytes were last checked."""
     builds = Builds(small_tiktoken_file)
     load(small_tiktoken_file, builds)
     (path,) = cache_files(cache_root)
+    assert isinstance(load(small_tiktoken_file, builds), cache.CachedVocabulary)
     raw = bytearray(path.read_bytes())
-    raw[-200] ^= 0x01  # inside the last array: sizes and header still check out
+    raw[where] ^= 0x01
     path.write_bytes(bytes(raw))
-    assert ids(load(small_tiktoken_file, builds, verify=True)) == expected and builds.count == 2
+    capsys.readouterr()
+    assert ids(load(small_tiktoken_file, builds)) == expected and builds.count == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "discarded a damaged cache file" in err and "checksum" in err
+    assert isinstance(load(small_tiktoken_file, builds), cache.CachedVocabulary) and builds.count == 2
 
 
-# ============================================================================= staleness
+def test_a_sound_file_is_hashed_once_after_each_change(small_tiktoken_file, cache_root, monkeypatch):
+    builds = Builds(small_tiktoken_file)
+    load(small_tiktoken_file, builds)
+    (path,) = cache_files(cache_root)
+    hashed = []
+    real = cache.hashlib.sha256
+
+    def counting(*args):
+        if not args:  # the digest of the array bytes starts empty; other hashes are of given bytes
+            hashed.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(cache.hashlib, "sha256", counting)
+    load(small_tiktoken_file, builds)  # the writer stamped what it wrote: not hashed again
+    assert len(hashed) == 0
+    os.utime(path)  # a change the file system sees (here without new bytes): checked, then stamped
+    load(small_tiktoken_file, builds)
+    load(small_tiktoken_file, builds)
+    assert len(hashed) == 1 and builds.count == 1
+
+
+def test_the_o200k_bit_flip_of_the_issue_gives_tiktokens_ids(tmp_path, monkeypatch):
+    """A bit flipped near the end of the real o200k cache once gave 14 wrong ids (tiktoken: 10)."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path))
+    script = ("import json, bpebench; t = bpebench.Tokenizer('o200k_base', pretokenizer='regex');"
+              "print(json.dumps(t.encode_ordinary('The quick brown fox jumps over the lazy dog.')))")
+    env = {**os.environ, "BPEBENCH_CACHE": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    (path,) = (tmp_path / "vocabularies").glob("*.bpv")
+    with open(path, "r+b") as f:
+        f.seek(-4096, os.SEEK_END)
+        byte = f.read(1)
+        f.seek(-4096, os.SEEK_END)
+        f.write(bytes([byte[0] ^ 0x10]))
+    again = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.properties.oracles import tiktoken_encoding
+
+    expected = tiktoken_encoding(load_vocabulary("o200k_base")).encode_ordinary(
+        "The quick brown fox jumps over the lazy dog.")
+    assert json.loads(again.stdout) == json.loads(first.stdout) == expected
+    assert "discarded a damaged cache file" in again.stderr
+
 def test_touched_or_modified_source_is_rebuilt(small_tiktoken_file, tmp_path, cache_root, expected):
     source = tmp_path / "copy.tiktoken"
     shutil.copyfile(small_tiktoken_file, source)

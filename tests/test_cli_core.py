@@ -20,9 +20,10 @@ from golden_fixtures import HF_FIXTURE, SPM_FIXTURE, hf_json, spm_proto, tiny_sp
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "golden.json").read_text(encoding="utf-8"))
 
 
-def run(capsys, *argv: str, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+def run(capsys, *argv: str, stdin: str | bytes | None = None, monkeypatch=None) -> tuple[int, str, str]:
     if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        raw = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
@@ -143,9 +144,46 @@ def test_encode_text_arguments_and_stdin(capsys, monkeypatch):
     assert code == 0 and out.split() == [str(i) for i in expected]
     code, out, _ = run(capsys, "encode", "--vocab", "cl100k_base", stdin="hello world", monkeypatch=monkeypatch)
     assert code == 0 and out.split() == [str(i) for i in expected]
-    # special-token literals are allowed on the command line
-    code, out, _ = run(capsys, "encode", "--vocab", "cl100k_base", "<|endoftext|>")
-    assert out.split() == ["100257"]
+
+
+
+def test_encode_special_tokens_follow_tiktoken(capsys):
+    """Flags with tiktoken's names and defaults: a special-token literal is an error unless allowed
+    (then its id) or permitted as text (then the ids of its characters)."""
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.properties.oracles import tiktoken_encoding
+
+    encoding = tiktoken_encoding(load_vocabulary("cl100k_base"))
+    text = "a <|endoftext|> b <|fim_prefix|>"
+    code, _, err = run(capsys, "encode", "--vocab", "cl100k_base", text)
+    assert_one_line_error(code, err, "<|endoftext|>", "--allowed-special")
+    for flags, kwargs in [(["--allowed-special", "all"], {"allowed_special": "all"}),
+                          (["--disallowed-special", "none"], {"disallowed_special": ()}),
+                          (["--allowed-special", "<|endoftext|>", "--disallowed-special", "none"],
+                           {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()})]:
+        code, out, err = run(capsys, "encode", "--vocab", "cl100k_base", *flags, text)
+        assert code == 0, err
+        assert [int(x) for x in out.split()] == encoding.encode(text, **kwargs)
+    code, _, err = run(capsys, "encode", "--vocab", "cl100k_base", "--allowed-special", "<|endoftext|>", text)
+    assert_one_line_error(code, err, "<|fim_prefix|>")  # not allowed, still disallowed
+    code, _, err = run(capsys, "encode", "--allowed-special", "<|nope|>", "x")
+    assert_one_line_error(code, err, "'<|nope|>' is not a special token")
+
+
+def test_encode_input_that_is_not_utf8(capsys, monkeypatch):
+    code, _, err = run(capsys, "encode", "--vocab", "o200k_base", stdin=b"abc\xff", monkeypatch=monkeypatch)
+    assert_one_line_error(code, err, "stdin is not valid UTF-8", "--errors replace")
+    code, out, _ = run(capsys, "encode", "--vocab", "o200k_base", "--errors", "replace", stdin=b"abc\xff",
+                       monkeypatch=monkeypatch)
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.properties.oracles import tiktoken_encoding
+
+    assert [int(x) for x in out.split()] == tiktoken_encoding(load_vocabulary("o200k_base")).encode("abc\ufffd")
+    code, out, _ = run(capsys, "encode", "--vocab", "o200k_base", "--raw", "-a", "naive", stdin=b"abc\xff",
+                       monkeypatch=monkeypatch)  # raw BPE runs on the bytes themselves
+    from bpebench.algorithms.kernels.reference import bpe_reference
+
+    assert [int(x) for x in out.split()] == bpe_reference(load_vocabulary("o200k_base"), b"abc\xff")
 
 
 def test_encode_jsonl(capsys, monkeypatch):
@@ -156,6 +194,11 @@ def test_encode_jsonl(capsys, monkeypatch):
     assert [json.loads(line) for line in out.splitlines()] == GOLDEN["vocabularies"]["o200k_base"]["ordinary"][:6]
     code, _, err = run(capsys, "encode", "--jsonl", stdin='"ok"\n{"not": "a string"}\n', monkeypatch=monkeypatch)
     assert_one_line_error(code, err, "stdin line 2", "expected a JSON string")
+    code, out, _ = run(capsys, "encode", "--vocab", "o200k_base", "--jsonl", stdin='"a"\n\n"b"\n\n',
+                       monkeypatch=monkeypatch)
+    expected = GOLDEN["vocabularies"]["o200k_base"]
+    assert code == 0 and out.split("\n")[1] == "" and out.split("\n")[3] == ""  # one output line per input line
+    assert len(out.splitlines()) == 4
 
 
 def test_encode_raw_is_pure_bpe_without_pre_tokenizer(capsys):
@@ -183,6 +226,26 @@ def test_decode_and_its_errors(capsys, monkeypatch):
     assert_one_line_error(code, err, "token id 999999 is out of range")
     code, _, err = run(capsys, "decode", "--vocab", "o200k_base", "12", "x1")
     assert_one_line_error(code, err, "not a token id: 'x1'")
+
+
+def test_decode_raw_writes_exactly_the_bytes():
+    from bpebench.algorithms.formats import load_vocabulary
+
+    vocab = load_vocabulary("o200k_base")
+    ids = [vocab.token_id(b"hello"), vocab.token_id(b"\xe6"), vocab.token_id(b" world")]  # not valid UTF-8
+    done = subprocess.run([sys.executable, "-m", "bpebench", "decode", "--raw", *map(str, ids)],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == b"hello\xe6 world"  # no decoding, no newline
+
+
+def test_version_and_single_error_prefix(capsys):
+    import bpebench
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"bpebench {bpebench.__version__}"
+    code, _, err = run(capsys, "encode", "--vocab")
+    assert_one_line_error(code, err, "encode: argument --vocab: expected one argument")
+    assert err.count("bpebench") == 1
 
 
 def test_vocabulary_with_merges_out_of_order(tmp_path, capsys):

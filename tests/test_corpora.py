@@ -60,17 +60,43 @@ def test_generators_are_deterministic_and_seeded(name, fresh_cache):
     assert corpora.get(name, size=500, seed=8) != first
 
 
-def test_cache_file_is_written_and_read_back(fresh_cache):
+def test_cache_file_is_written_and_read_back(fresh_cache, monkeypatch):
+    from bpebench.algorithms.cache.files import read_checked
+
     value = corpora.get("letters-nospace", size=64, seed=1)
     files = list(fresh_cache.iterdir())
-    assert len(files) == 1 and files[0].read_bytes() == value.encode()
-    # a later process reads the file instead of rebuilding: tamper with it to see that
-    files[0].write_bytes(b"from the cache")
-    corpora.clear_memory_cache()
-    assert corpora.get("letters-nospace", size=64, seed=1) == "from the cache"
+    assert len(files) == 1 and read_checked(files[0]) == value.encode()
+    # a later process reads the file instead of rebuilding: make building impossible to see that
+    import dataclasses
+
+    from bpebench.corpora import registry
+
+    spec = corpora.corpus("letters-nospace")
+    unbuildable = dataclasses.replace(spec, build=lambda **_: pytest.fail("rebuilt although the cache was sound"))
+    with monkeypatch.context() as patched:
+        patched.setitem(registry._REGISTRY, "letters-nospace", unbuildable)
+        corpora.clear_memory_cache()
+        assert corpora.get("letters-nospace", size=64, seed=1) == value
     # other parameters are another file
     corpora.get("letters-nospace", size=65, seed=1)
     assert len(list(fresh_cache.iterdir())) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
+def test_a_damaged_cache_file_is_never_used(fresh_cache, capsys, damage):
+    value = corpora.get("prose-en", size=5_000)
+    (path,) = fresh_cache.iterdir()
+    raw = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(raw[: len(raw) // 4])  # the report's prose corpus once became 1 kB this way
+    elif damage == "flip":
+        path.write_bytes(raw[:-10] + bytes([raw[-10] ^ 1]) + raw[-9:])
+    else:
+        path.write_bytes(b"not a cache file at all")
+    corpora.clear_memory_cache()
+    assert corpora.get("prose-en", size=5_000) == value
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "discarded a damaged cache file" in err[0]
 
 
 def test_size_is_respected_and_text_is_cut_at_character_boundaries():

@@ -124,11 +124,17 @@ def test_batch_with_special_tokens_follows_encode():
         tok.encode_batch(batch)  # tiktoken semantics: disallowed specials raise
 
 
-def test_lone_surrogates_take_the_reference_path():
-    tok = fused("o200k_base")
-    text = "abc\ud800def \udfff x"
-    assert tok.encode_ordinary(text) == reference("o200k_base").encode_ordinary(text)
-    assert tok.encode_ordinary_batch(["ok", text]) == [tok.encode_ordinary("ok"), tok.encode_ordinary(text)]
+@pytest.mark.parametrize("text", ["a\ud800b", "abc\ud800def \udfff x", "\udfff", "pair \ud83d\ude00 joined",
+                                  "x\ud800<|endoftext|>"])
+def test_lone_surrogates_are_replaced_as_tiktoken_replaces_them(text):
+    """tiktoken repairs text UTF-8 cannot carry (each lone surrogate becomes U+FFFD) before encoding."""
+    peer = make_peer("tiktoken", load_vocabulary("o200k_base"))
+    expected = peer.encode_ordinary(text)
+    for tok in (fused("o200k_base"), reference("o200k_base")):
+        assert tok.encode_ordinary(text) == expected
+        assert tok.encode_ordinary_batch(["ok", text]) == [tok.encode_ordinary("ok"), expected]
+        assert tok.count(text) == len(expected)
+    assert fused("o200k_base").encode_ordinary("a\ud800b") == [64, 3251, 65]  # the issue's example
 
 
 def test_qwen_normalizes_before_the_fused_pipeline():

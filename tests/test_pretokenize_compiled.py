@@ -334,3 +334,28 @@ def test_runs_without_jit():
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
+def test_a_damaged_unicode_table_cache_is_rebuilt(tmp_path, monkeypatch, capsys, damage):
+    """A damaged ``.npz`` (BadZipFile, EOFError, a flipped bit) is discarded with one line and rebuilt
+    from the regex module, never used and never an error on every later encode."""
+    good = ut.load_tables(use_cache=True)
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path))
+    ut.load_tables(use_cache=True)  # writes the cache under tmp_path
+    path = ut.cache_path()
+    raw = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip":
+        middle = len(raw) // 2
+        path.write_bytes(raw[:middle] + bytes([raw[middle] ^ 0x40]) + raw[middle + 1:])
+    else:
+        path.write_bytes(b"PK\x03\x04 not really a zip")
+    capsys.readouterr()
+    stage1, stage2 = ut.load_tables(use_cache=True)
+    assert np.array_equal(stage1, good[0]) and np.array_equal(stage2, good[1])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "discarded a damaged cache file" in err[0]
+    again = ut.load_tables(use_cache=True)  # the rebuilt file is sound
+    assert np.array_equal(again[1], good[1]) and capsys.readouterr().err == ""

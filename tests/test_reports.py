@@ -27,6 +27,7 @@ from bpebench.reports.render import SECTIONS
 from bpebench.reports.stages_timing import predicted_seconds
 from bpebench.reports.store import ResultStore
 from bpebench.reports.timing import measure
+from bpebench.algorithms.core.registry import encoder_names
 
 SEED_MERGES = [b"ab", b"cb", b"ac", b"bb", b"cbb", b"acbb"]
 
@@ -231,6 +232,10 @@ def _asv_results(root: Path) -> Path:
         "bench_load.LoadCold.track_load_cold_seconds": {"param_names": ["vocabulary", "implementation"],
                                                         "unit": "seconds"},
         "bench_load.Load.peakmem_load": {"param_names": ["vocabulary"], "unit": "bytes"},
+        "bench_incremental.Appending.time_count_after_every_byte": {"param_names": ["approach", "bytes"],
+                                                                    "unit": "seconds"},
+        "bench_worst_case.AdversarialRaw.time_encode_10kB": {"param_names": ["implementation", "corpus"],
+                                                             "unit": "seconds"},
         "version": 2}))
     result = {
         "commit_hash": "0123456789abcdef", "env_name": "existing-py", "date": 1760000000000,
@@ -246,6 +251,11 @@ def _asv_results(root: Path) -> Path:
             "bench_load.LoadCold.track_load_cold_seconds": [
                 [0.5, 0.25], [["'o200k_base'"], ["'ours/backtracking'", "'peer/tiktoken'"]], "v1"],
             "bench_load.Load.peakmem_load": [[123456], [["'o200k_base'"]], "v1"],
+            "bench_incremental.Appending.time_count_after_every_byte": [
+                [1e-3, 1e-2, 5e-3, 5e-1], [["'append/appending'", "'re-encode-each-byte/default'"], ["10", "100"]],
+                "v1"],
+            "bench_worst_case.AdversarialRaw.time_encode_10kB": [
+                [1e-3, 2e-3], [["'backtracking'", "'peer/tiktoken'"], ["'run-char'"]], "v1"],
         },
         "durations": {}, "version": 2,
     }
@@ -254,25 +264,65 @@ def _asv_results(root: Path) -> Path:
 
 
 def test_from_asv_maps_parameters(tmp_path):
+    from bpebench.algorithms.core.registry import default_encoder_name
     from bpebench.reports.asv_import import import_asv
     from bpebench.reports.render import render
 
     n = import_asv(_asv_results(tmp_path / "asv"), tmp_path / "out")
     rows = ResultStore(tmp_path / "out").frame("timings.csv")
-    assert n == 6 and len(rows) == 6  # 4 scaling + 2 load; peakmem is not a timing
+    assert n == len(rows) == 12  # 4 scaling + 2 load + 4 incremental + 2 raw adversarial; peakmem is not a timing
     measured = rows[rows["median_s"].notna()].fillna({"size_bytes": 0})
-    measured = measured.sort_values(["stage", "subject", "size_bytes"])
+    measured = measured.sort_values(["stage", "subject", "size_bytes", "operation"])
+    default = default_encoder_name()
     assert measured[["stage", "vocab", "subject", "kind", "corpus", "operation", "size_bytes"]].values.tolist() == [
+        # the suites' own vocabulary where a benchmark has no vocabulary parameter; the approach of
+        # "<approach>/default" is an operation of the default encoder, never a subject of its own
+        ["incremental", "o200k_base", "appending", "encoder", "Appending", "append time_count_after_every_byte", 10],
+        ["incremental", "o200k_base", "appending", "encoder", "Appending", "append time_count_after_every_byte", 100],
+        ["incremental", "o200k_base", default, "encoder", "Appending",
+         "re-encode-each-byte time_count_after_every_byte", 10],
+        ["incremental", "o200k_base", default, "encoder", "Appending",
+         "re-encode-each-byte time_count_after_every_byte", 100],
         ["load", "o200k_base", "backtracking", "encoder", "LoadCold", "build", 0],  # no size known
         ["load", "o200k_base", "tiktoken", "peer", "LoadCold", "build", 0],
-        ["scaling", "", "backtracking", "encoder", "RawEncodeScaling", "time_encode", 100],
-        ["scaling", "", "backtracking", "encoder", "RawEncodeScaling", "time_encode", 1000],
-        ["scaling", "", "tiktoken", "peer", "RawEncodeScaling", "time_encode", 100],
+        ["scaling", "o200k_base", "backtracking", "encoder", "RawEncodeScaling", "time_encode", 100],
+        ["scaling", "o200k_base", "backtracking", "encoder", "RawEncodeScaling", "time_encode", 1000],
+        ["scaling", "o200k_base", "tiktoken", "peer", "RawEncodeScaling", "time_encode", 100],
+        # a size in the method name; raw BPE on a corpus is labelled so, apart from pipelines on it
+        ["throughput", "o200k_base", "backtracking", "encoder", "run-char (raw BPE)", "time_encode_10kB", 10_000],
+        ["throughput", "o200k_base", "tiktoken", "peer", "run-char (raw BPE)", "time_encode_10kB", 10_000],
     ]
-    assert measured["median_s"].tolist() == [0.5, 0.25, 1e-4, 1e-3, 2e-4]
     assert rows["note"].str.startswith("skipped").sum() == 1  # asv's None: not run
     page = render(tmp_path / "out").read_text()
     assert "Test CPU" in page and "n<sup>1.00</sup>" in page  # backtracking: 10x input, 10x time
+    assert "re-encode-each-byte</b>" not in page  # not listed as an encoder
+    assert "(–)" not in page  # no unknown sizes in the table headers
+    details = json.loads((tmp_path / "out" / "meta.json").read_text())["vocabulary_details"]
+    assert details["o200k_base"]["tokens"] == 199_998 and details["o200k_base"]["rule"] == "ranks"
+
+
+def test_from_asv_page_in_chromium(tmp_path):
+    """The page built from asv results, as a browser sees it: every image loaded, every section there."""
+    from bpebench.reports.asv_import import import_asv
+    from bpebench.reports.browser import find_chromium, inspect_page
+    from bpebench.reports.render import render
+
+    import_asv(_asv_results(tmp_path / "asv"), tmp_path / "out")
+    page = render(tmp_path / "out")
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium); page not inspected")
+    seen = inspect_page(page)
+    assert [s["id"] for s in seen["sections"]] == [sid for sid, _ in SECTIONS]
+    assert seen["images"] and all(img["width"] > 0 for img in seen["images"]), seen["images"]
+
+
+def test_chart_titles_and_names_leave_out_what_is_unknown():
+    from bpebench.reports.render import _chart_name, _title
+
+    assert _title("", "Appending", "median seconds") == "Appending: median seconds"
+    assert _title("o200k_base", "prose-en", "x") == "o200k_base, prose-en: x"
+    assert _chart_name("scaling", "", "c") == "scaling-c.png"
+    assert _chart_name("throughput", "/a/x/tok.json") != _chart_name("throughput", "/b/y/tok.json")  # same file name
 
 
 def _timing(stage, subject, size, median, low, high):
@@ -310,3 +360,125 @@ def test_cli_user_mistakes_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("bpebench: error:") for line in err), err
     assert "no_such_encoder" in err[1] and "backtracking" in err[1]  # names the known encoders
+
+
+def test_each_subject_keeps_one_colour_whatever_else_is_shown():
+    from bpebench.algorithms.peers import peer_names
+    from bpebench.reports.plots import Palette
+
+    names = encoder_names() + peer_names()
+    colours = [Palette()(n) for n in names]
+    assert len(set(colours)) == len(colours), "two built-in subjects share a colour"
+    plugin = Palette()("some_plugin_encoder")
+    assert plugin not in colours and plugin == Palette()("some_plugin_encoder")  # stable, and apart
+
+
+# ============================================================================= durable results
+def test_a_partial_last_row_is_cut_off_on_resume(tmp_path):
+    store = ResultStore(tmp_path / "r")
+    store.create(resume=False)
+    for size in (10, 100):
+        store.append("timings.csv", _timing("scaling", "enc", size, 1.0, 0.9, 1.1))
+    path = tmp_path / "r" / "timings.csv"
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(b"scaling,v,enc,encoder,c,encode_raw,1000,,,0.5")  # a crash in the middle of a row
+    resumed = ResultStore(tmp_path / "r")
+    resumed.create(resume=True)
+    assert path.read_bytes() == whole
+    resumed.append("timings.csv", _timing("scaling", "enc", 1000, 2.0, 1.9, 2.1))
+    rows = resumed.rows("timings.csv")
+    assert [r["size_bytes"] for r in rows] == ["10", "100", "1000"] and rows[-1]["median_s"] == "2.0"
+
+
+def test_a_full_disk_leaves_the_results_intact(tmp_path, monkeypatch):
+    import errno
+
+    from bpebench.errors import BpebenchError
+    from bpebench.reports import store as store_module
+
+    store = ResultStore(tmp_path / "r")
+    store.create(resume=False)
+    store.append("timings.csv", _timing("scaling", "enc", 10, 1.0, 0.9, 1.1))
+    before = (tmp_path / "r" / "timings.csv").read_bytes()
+    real_write = os.write
+
+    def half_then_full(fd, data):  # the disk fills in the middle of the row
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store_module.os, "write", half_then_full)
+    with pytest.raises(BpebenchError, match="is full"):
+        store.append("timings.csv", _timing("scaling", "enc", 100, 1.0, 0.9, 1.1))
+    assert (tmp_path / "r" / "timings.csv").read_bytes() == before
+    monkeypatch.setattr(store_module.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    with pytest.raises(BpebenchError, match="is full"):
+        store.write_meta({"a": 1})
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["timings.csv"]  # no temporary file left
+
+
+# ============================================================================= outside encoders isolated
+BAD_PLUGINS = """
+import ctypes, sys, time
+from bpebench.algorithms.core.registry import register_encoder
+from bpebench.algorithms.backtracking import BacktrackingEncoder
+
+
+class Segfaults(BacktrackingEncoder):
+    name, summary = "zz_segfaults", "test plugin: dereferences NULL"
+
+    def encode(self, data):
+        return ctypes.string_at(0)
+
+
+class Sleeps(BacktrackingEncoder):
+    name, summary = "zz_sleeps", "test plugin: never answers"
+
+    def encode(self, data):
+        time.sleep(3600)
+
+
+class Hungry(BacktrackingEncoder):
+    name, summary = "zz_hungry", "test plugin: a 300M-element list"
+
+    def encode(self, data):
+        return [0] * 300_000_000
+
+
+for cls in (Segfaults, Sleeps, Hungry):
+    register_encoder(cls)
+from bpebench.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_outside_encoders_that_crash_hang_or_eat_memory_do_not_stop_the_report(tmp_path):
+    vocab = _write_seed_vocabulary(tmp_path / "seed.tiktoken")
+    corpus = tmp_path / "seed-text.txt"
+    corpus.write_text("abacbb cbbb abacb bbcb acbb cbbb ab " * 40)
+    out = tmp_path / "report"
+    args = [sys.executable, "-c", BAD_PLUGINS, "report", "--preset", "tiny", "--vocab", str(vocab), "--quiet",
+            "--algorithms", "backtracking,zz_segfaults,zz_sleeps,zz_hungry", "--corpora", f"{corpus},run-char",
+            "--stages", "load,scaling,throughput", "--peers", "none", "--out", str(out),
+            "--isolation-timeout", "10", "--isolation-memory", "1"]
+    done = subprocess.run(args, cwd=tmp_path, env=_environment(tmp_path), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    timings = _rows(out / "timings.csv")
+    notes = {s: [r["note"] for r in timings if r["subject"] == s and r["note"]]  # building them works
+             for s in ("zz_segfaults", "zz_sleeps", "zz_hungry")}
+    assert notes["zz_segfaults"][0].startswith("crashed: killed by signal 11")
+    assert notes["zz_sleeps"][0].startswith("hung:")
+    assert notes["zz_hungry"][0].startswith("too much memory:")
+    for subject, subject_notes in notes.items():  # one failure, then nothing more is spent on it
+        assert len(subject_notes) > 1 and all(n.startswith("skipped: ") for n in subject_notes[1:]), subject_notes
+    assert any(r["subject"] == "backtracking" and r["median_s"] for r in timings)
+    page = (out / "index.html").read_text()
+    assert "zz_segfaults crashed" in page and "zz_sleeps hung" in page
+    # --resume does not run them again
+    again = subprocess.run(args + ["--resume", "--stages", "load,scaling,throughput,worst_case"], cwd=tmp_path,
+                           env=_environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    new_rows = _rows(out / "timings.csv")[len(timings):]
+    assert new_rows and all(r["note"].startswith("skipped: ") for r in new_rows if r["subject"].startswith("zz_"))

@@ -31,10 +31,16 @@ Change any of these and the key changes: the vocabulary is rebuilt, and older
 files for the same loader id are removed.
 
 Damage: a file whose magic, header checksum, total size (truncation), key, array
-bounds or array shapes do not check out is ignored and rebuilt, so it can never
-produce wrong ids. The array bytes themselves are not hashed on every load (that
-would read all 45 MB); ``verify=True`` (or ``BPEBENCH_VERIFY_CACHE=1``) also checks
-their sha256.
+bounds, array shapes or array bytes do not check out is discarded (one line on
+stderr) and rebuilt, so it can never produce wrong ids. Hashing all 45 MB of arrays
+on every load would cost more than the load itself, so the sha256 of the array bytes
+is checked the first time a file is read after it last changed: a small stamp file
+beside it (``.verified``) records the file's device, inode, size, mtime and ctime
+when its bytes were last found sound, and a load whose ``fstat`` matches the stamp
+skips the hash. Any write to the file through the file system changes its ctime
+(which no user can set back), so a damaged file is always hashed before it is used;
+only damage the file system does not see (bits rotting on the disk) would pass.
+``verify=True`` (or ``BPEBENCH_VERIFY_CACHE=1``) hashes on every load.
 
 Concurrency: a file is written under a temporary name in the same directory and
 moved into place with ``os.replace`` (atomic), so two processes building at once
@@ -65,6 +71,7 @@ from typing import Callable
 import numpy as np
 
 from ..formats.vocabulary import Vocabulary
+from .files import CacheDamaged, cache_root, discard
 
 FORMAT_VERSION = 2  # 2: record types named in the bpebench namespace
 MAGIC = b"BPEBENCH-VOCAB\x00\x01"
@@ -79,18 +86,12 @@ _LAYOUT_MODULES = ("cache/vocabularies.py", "kernels/compiled.py", "kernels/matc
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
 
 
-class CacheDamaged(Exception):
-    """A cache file that must not be used (raised and handled inside this module)."""
-
-
 # ----------------------------------------------------------------------------- location and keys
 def cache_dir() -> Path | None:
     """Where vocabulary caches live, or None when caching is off (``BPEBENCH_VOCAB_CACHE=off``)."""
     if os.environ.get("BPEBENCH_VOCAB_CACHE", "").strip().lower() in _DISABLED:
         return None
-    root = os.environ.get("BPEBENCH_CACHE")  # shared with the corpora cache
-    base = Path(root) if root else Path.home() / ".cache" / "bpebench"
-    return base / "vocabularies"
+    return cache_root() / "vocabularies"
 
 
 def _layout_fingerprint() -> list:
@@ -270,6 +271,7 @@ def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is shareable
         os.replace(tmp, path)
+        _write_stamp(path, _file_stamp(os.stat(path)))  # the bytes just written are the ones hashed above
     except BaseException:
         try:
             os.unlink(tmp)
@@ -339,7 +341,8 @@ def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
 def read_cache(path: Path, key: str, *, verify: bool = False) -> CachedVocabulary:
     """The vocabulary stored at ``path``; raises FileNotFoundError or CacheDamaged."""
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+        stat = os.fstat(f.fileno())
+        size = stat.st_size
         header = _read_header(f, size)
         if header.get("format") != FORMAT_VERSION or header.get("key") != key:
             raise CacheDamaged("stale cache (format or key differ)")
@@ -357,18 +360,41 @@ def read_cache(path: Path, key: str, *, verify: bool = False) -> CachedVocabular
         if start + count * dtype.itemsize > size:
             raise CacheDamaged(f"array {name} runs past the end of the file")
         arrays[name] = np.frombuffer(mapped, dtype=dtype, count=count, offset=start).reshape(spec["shape"])
-    if verify:
+    stamp = _file_stamp(stat)
+    if verify or _read_stamp(path) != stamp:
         digest = hashlib.sha256()
         for name in sorted(header["arrays"]):
             digest.update(memoryview(np.ascontiguousarray(arrays[name])).cast("B"))
         if digest.hexdigest() != header["data_sha256"]:
             raise CacheDamaged("array data checksum mismatch")
+        _write_stamp(path, stamp)
     types, scalars = header["types"], header["scalars"]
     tables = _rebuild("tables", types, arrays, scalars)
     matcher = _rebuild("matcher", types, arrays, scalars)
     priority = arrays["vocab.priority"]
     _check_shapes(tables, matcher, priority)
     return _vocabulary_from(header["meta"], tables, matcher, priority, arrays)
+
+
+def _file_stamp(stat: os.stat_result) -> list[int]:
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def _read_stamp(path: Path) -> list[int] | None:
+    try:
+        return json.loads(_stamp_path(path).read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_stamp(path: Path, stamp: list[int]) -> None:
+    from .files import write_atomically
+
+    write_atomically(_stamp_path(path), json.dumps(stamp).encode())
 
 
 def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVocabulary:
@@ -419,10 +445,11 @@ def _remove_stale(path: Path) -> None:
         except OSError:
             pass
     for other in stale:
-        try:
-            other.unlink()
-        except OSError:
-            pass
+        for doomed in (other, _stamp_path(other)):
+            try:
+                doomed.unlink()
+            except OSError:
+                pass
 
 
 def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vocabulary],
@@ -444,10 +471,10 @@ def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vo
     key = path.name[-len(_SUFFIX) - 32 : -len(_SUFFIX)]
     try:
         return read_cache(path, key, verify=verify)
-    except (FileNotFoundError, CacheDamaged, ValueError, KeyError, TypeError, AttributeError):
-        pass  # missing, stale or damaged: rebuild below
-    except OSError:
-        pass
+    except FileNotFoundError:
+        pass  # built below
+    except (CacheDamaged, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+        discard(path, str(exc) if isinstance(exc, CacheDamaged) else f"{type(exc).__name__}: {exc}")
     vocab = build()
     try:
         write_cache(path, key, vocab)

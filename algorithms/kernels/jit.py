@@ -167,7 +167,46 @@ def _stamped(dispatcher):
     stamp = getattr(cache_file, "_source_stamp", None)
     if stamp is not None:
         cache_file._source_stamp = (stamp, _kernel_sources_digest())
+    _guard_cache_file(cache_file)
     return dispatcher
+
+
+def _guard_cache_file(cache_file) -> None:
+    """A damaged entry of numba's disk cache (a truncated ``.nbi`` index or ``.nbc`` data file) is a
+    cache miss, not an UnpicklingError on every run: numba recompiles and rewrites it. One line on
+    stderr says so. (numba itself only forgives a missing file.)"""
+    load_index = getattr(cache_file, "_load_index", None)
+    load_data = getattr(cache_file, "_load_data", None)
+    if load_index is None or load_data is None or getattr(cache_file, "_bpebench_guarded", False):
+        return
+
+    def guarded_index():
+        try:
+            return load_index()
+        except Exception as exc:  # noqa: BLE001 - pickle, EOF, ...: a miss
+            _damaged(getattr(cache_file, "_index_path", "?"), exc)
+            return {}
+
+    def guarded_data(name):
+        try:
+            return load_data(name)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - numba's load() treats OSError as a miss
+            _damaged(cache_file._data_path(name), exc)
+            raise OSError(f"damaged numba cache entry {name}") from None
+
+    cache_file._load_index, cache_file._load_data = guarded_index, guarded_data
+    cache_file._bpebench_guarded = True
+
+
+def _damaged(path, exc: Exception) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    print(f"bpebench: discarded a damaged numba cache file ({type(exc).__name__}): {path}; recompiling",
+          file=sys.stderr)
 
 
 def materialised() -> bool:

