@@ -3,6 +3,7 @@
     python benchmarks/parity_scaling.py                      # tokenizer.json fixture vs HF, 10 MB
     python benchmarks/parity_scaling.py --vocab o200k_base --against tiktoken --repeat 5
     python benchmarks/parity_scaling.py --workers 0 1 2      # also the in-process run
+    python benchmarks/parity_scaling.py --vocab cl100k_base --algorithm heap   # a slower exact encoder
 
 Runs the same ``bpebench parity VOCAB --corpus ... --workers N`` command for each N,
 interleaved (1, 2, 1, 2, ...), each in a fresh process as a user would, and prints per run
@@ -34,11 +35,14 @@ HERE = Path(__file__).resolve().parent
 FIXTURE = HERE.parent / "tests" / "golden" / "bytelevel_bpe.json"
 
 
-def run_once(vocab: str, against: str, size: int, workers: int, out: Path) -> tuple[float, float, float, float]:
+def run_once(vocab: str, against: str, size: int, workers: int, out: Path,
+             algorithm: str | None = None) -> tuple[float, float, float, float]:
     """(process wall seconds, reported run seconds, reported start-up seconds, CPU seconds of the
     process and its workers)."""
     cmd = [sys.executable, "-m", "bpebench", "parity", vocab, "--against", against, "--corpus", "code-python",
            "--size", str(size), "--workers", str(workers), "--out", str(out), "-q"]
+    if algorithm:
+        cmd += ["--algorithm", algorithm]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -78,17 +82,21 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000_000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--algorithm", default=None, help="bpebench's encoder (default: the fastest exact one)")
     args = parser.parse_args()
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, cores: {os.cpu_count()},"
           f" capacity of two processes: {capacity():.2f}")
-    # one untimed run builds the corpus and vocabulary caches and numba's disk cache
+    # untimed: the corpus cache, and one small run for the vocabulary cache and numba's disk cache
     with tempfile.TemporaryDirectory() as scratch:
-        run_once(args.vocab, args.against, args.size, 0, Path(scratch, "warm"))
+        subprocess.run([sys.executable, "-m", "bpebench", "corpora", "code-python", "--size", str(args.size),
+                        "--head", "0"], check=True, capture_output=True)
+        run_once(args.vocab, args.against, 100_000, 0, Path(scratch, "warm"), args.algorithm)
         times: dict[int, list[tuple[float, float, float, float]]] = {n: [] for n in args.workers}
         for r in range(args.repeat):
             for n in args.workers:
-                wall, ran, startup, cpu = run_once(args.vocab, args.against, args.size, n, Path(scratch, f"{n}-{r}"))
+                wall, ran, startup, cpu = run_once(args.vocab, args.against, args.size, n, Path(scratch, f"{n}-{r}"),
+                                                   args.algorithm)
                 times[n].append((wall, ran, startup, cpu))
                 print(f"  workers {n}: process {wall:6.2f} s, ran {ran:6.2f} s, of which start-up {startup:5.2f} s;"
                       f" CPU {cpu:6.2f} s", flush=True)

@@ -272,13 +272,13 @@ class ParityReport:
 
 
 def default_directory(vocabulary_name: str, library: str, meta: dict) -> Path:
-    """``$BPEBENCH_CACHE/parity/<vocabulary>-<library>-<hash of what is compared>``: a rerun with
+    """``parity/<vocabulary>-<library>-<hash of what is compared>`` under bpebench's cache root: a rerun with
     ``--resume`` finds the interrupted run's rows without being told where they are."""
-    from bpebench.corpora import cache_dir
+    from bpebench.algorithms.cache.files import cache_root
 
     digest = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:12]
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(vocabulary_name).name)[:60]
-    return cache_dir().parent / "parity" / f"{safe}-{library}-{digest}"
+    return cache_root() / "parity" / f"{safe}-{library}-{digest}"
 
 
 def run_parity(vocabulary: str, *, against: str = "auto", sources: Sequence[str] = (), texts: Sequence[str] = (),
@@ -360,36 +360,36 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
             "special": spec.special, "partition_bytes": partition_bytes, "keep": spec.keep, **identity_inputs}
     directory = Path(out) if out is not None else default_directory(vocab.name, library, meta)
 
-    with ParityStore(directory) as store:
-        done = store.start(meta, resume=resume)
-        for note in store.repaired:
-            log(f"bpebench: parity: {note}")
-        todo: Iterator[Partition] = pending(partitions(docs, max_bytes=partition_bytes), done)
-        if scheduler:
-            mode, n_workers = "dask", 0
-        elif workers is not None:
-            mode, n_workers = ("process" if workers == 0 else "dask"), workers
-        else:
-            buffered, exhausted = lookahead(todo, IN_PROCESS_BYTES)
-            todo = itertools.chain(buffered, todo)
-            mode, n_workers = ("process", 0) if exhausted else ("dask", cpu_count())
-            if mode == "dask" and importlib.util.find_spec("distributed") is None:
-                log("bpebench: parity: a large input, but dask[distributed] is not installed: running in this process")
-                mode, n_workers = "process", 0
-        described = ("this process" if mode == "process" else f"Dask scheduler {scheduler}" if scheduler
-                     else f"a local Dask cluster of {n_workers} worker process{'es' if n_workers > 1 else ''}")
-        if not quiet:
-            log(f"bpebench: parity: {vocab.name} against {library_label(library)} in {described};"
-                f" results in {directory}" + (f" ({len(done)} partitions stored before)" if done else ""))
-        progress = Progress(quiet)
-        start = time.perf_counter()
-        try:
-            computed, startup = execute(spec, todo, store, mode=mode, workers=n_workers, scheduler=scheduler,
-                                        on_row=progress.update)
-        finally:
-            progress.done()
-        seconds = time.perf_counter() - start
-        summary = summarize(store.rows(), show)
+    store = ParityStore(directory)
+    done = store.start(meta, resume=resume)
+    for note in store.repaired:
+        log(f"bpebench: parity: {note}")
+    todo: Iterator[Partition] = pending(partitions(docs, max_bytes=partition_bytes), done)
+    if scheduler:
+        mode, n_workers = "dask", 0
+    elif workers is not None:
+        mode, n_workers = ("process" if workers == 0 else "dask"), workers
+    else:
+        buffered, exhausted = lookahead(todo, IN_PROCESS_BYTES)
+        todo = itertools.chain(buffered, todo)
+        mode, n_workers = ("process", 0) if exhausted else ("dask", cpu_count())
+        if mode == "dask" and importlib.util.find_spec("distributed") is None:
+            log("bpebench: parity: a large input, but dask[distributed] is not installed: running in this process")
+            mode, n_workers = "process", 0
+    described = ("this process" if mode == "process" else f"Dask scheduler {scheduler}" if scheduler
+                 else f"a local Dask cluster of {n_workers} worker process{'es' if n_workers > 1 else ''}")
+    if not quiet:
+        log(f"bpebench: parity: {vocab.name} against {library_label(library)} in {described};"
+            f" results in {directory}" + (f" ({len(done)} partitions stored before)" if done else ""))
+    progress = Progress(quiet)
+    start = time.perf_counter()
+    try:
+        computed, startup = execute(spec, todo, store, mode=mode, workers=n_workers, scheduler=scheduler,
+                                    on_row=progress.update)
+    finally:
+        progress.done()
+    seconds = time.perf_counter() - start
+    summary = summarize(store.rows(), show)
     if summary.docs == 0:
         raise BpebenchError(f"no documents to compare in {inputs}")
     return ParityReport(spec, vocab.name, library_label(library), inputs, directory, summary, computed,

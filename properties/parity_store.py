@@ -6,7 +6,8 @@ Files::
                       algorithm, inputs, partitioning): written atomically before any row
     partitions.jsonl  one row per finished partition, appended as it finishes
 
-Guarantees, and how they are kept:
+Guarantees, and how they are kept (the file primitives are the report's,
+:mod:`bpebench.reports.durable`):
 
 * *append-only, written whole*: each row is one ``os.write`` of a complete line on an
   ``O_APPEND`` descriptor, then ``fsync``; a write that fails part-way (a full disk) is cut
@@ -25,43 +26,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import tempfile
 from pathlib import Path
 
 from bpebench.errors import BpebenchError
+from bpebench.reports.durable import append_whole, cut_partial_last_line, write_atomically
 
 RESULTS = "partitions.jsonl"
 META = "run.json"
 #: keys every stored row has (a line without them is not a row of this format)
 ROW_KEYS = frozenset({"partition", "digest", "docs", "bytes", "matched", "failed", "mismatches", "seconds"})
 FORMAT = 1
-
-
-def _disk_error(path: Path, exc: OSError) -> BpebenchError:
-    return BpebenchError(f"cannot write {path}: {exc.strerror or exc}; the rows written before are intact,"
-                         " free space and rerun with --resume")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step (a temporary file renamed over it; removed on failure)."""
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise _disk_error(path, exc) from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 class ParityStore:
@@ -72,7 +46,6 @@ class ParityStore:
         self.results = self.directory / RESULTS
         self.meta_path = self.directory / META
         self.repaired: list[str] = []  # what resuming had to repair, one line each
-        self._fd: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, meta: dict, *, resume: bool) -> dict[int, dict]:
@@ -96,19 +69,8 @@ class ParityStore:
                 pass
             except OSError as exc:
                 raise BpebenchError(f"cannot remove {path}: {exc.strerror or exc}") from None
-        write_atomically(self.meta_path, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        write_atomically(self.meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
         return {}
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self) -> "ParityStore":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ reading
     def read_meta(self) -> dict:
@@ -126,18 +88,17 @@ class ParityStore:
         With ``repair``, a partial last line is cut off the file and lines that are not rows
         are removed from it (each noted in :attr:`repaired`); without, they are only skipped.
         """
+        if repair:
+            cut = cut_partial_last_line(self.results)
+            if cut:
+                self.repaired.append(f"cut a partial last row ({cut} bytes) off {self.results.name}")
         try:
             data = self.results.read_bytes()
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise BpebenchError(f"{self.results}: cannot read ({exc.strerror or exc})") from None
-        whole = data.rfind(b"\n") + 1
-        if whole < len(data):
-            if repair:
-                self._truncate(whole)
-                self.repaired.append(f"cut a partial last row ({len(data) - whole} bytes) off {self.results.name}")
-            data = data[:whole]
+        data = data[: data.rfind(b"\n") + 1]  # a partial last row, when not repairing, is not read
         rows: dict[int, dict] = {}
         kept: list[bytes] = []
         bad = repeated = 0
@@ -155,35 +116,11 @@ class ParityStore:
             rows[row["partition"]] = row
             kept.append(line)
         if (bad or repeated) and repair:
-            write_atomically(self.results, "".join(line.decode("utf-8", "replace") + "\n" for line in kept))
+            write_atomically(self.results, b"".join(line + b"\n" for line in kept))
             self.repaired.append(f"dropped {bad} damaged and {repeated} repeated row(s) from {self.results.name}")
         return list(rows.values())
-
-    def _truncate(self, size: int) -> None:
-        try:
-            os.truncate(self.results, size)
-        except OSError as exc:
-            raise BpebenchError(f"cannot repair {self.results}: {exc.strerror or exc}") from None
 
     # ------------------------------------------------------------------ writing
     def append(self, row: dict) -> None:
         """Store one finished partition: one whole line, synced before returning."""
-        data = (json.dumps(row, separators=(",", ":")) + "\n").encode("ascii")  # escapes keep even lone surrogates
-        try:
-            if self._fd is None:
-                self._fd = os.open(self.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            end = os.fstat(self._fd).st_size
-        except OSError as exc:
-            raise _disk_error(self.results, exc) from None
-        try:
-            written = os.write(self._fd, data)
-            if written != len(data):
-                raise OSError(28, os.strerror(28))  # ENOSPC: only part of the row fit
-            os.fsync(self._fd)
-        except OSError as exc:
-            try:
-                os.ftruncate(self._fd, end)  # never leave half a row behind
-            except OSError:
-                print(f"bpebench: warning: {self.results} may end in a partial row; --resume repairs it",
-                      file=sys.stderr)
-            raise _disk_error(self.results, exc) from None
+        append_whole(self.results, (json.dumps(row, separators=(",", ":")) + "\n").encode("ascii"))

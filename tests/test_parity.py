@@ -324,11 +324,11 @@ def test_a_full_disk_leaves_only_whole_rows(tmp_path, monkeypatch, capsys):
             raise OSError(28, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr("bpebench.properties.parity_store.os.write", write)
+    monkeypatch.setattr("bpebench.reports.durable.os.write", write)
     code, _, err = run_cli(capsys, "cl100k_base", "--partition-bytes", "1500", "--out", str(out), "-q")
-    assert_one_line_error(code, err, "No space left on device", "--resume")
+    assert_one_line_error(code, err, f"{out} is full", "written so far are intact", "--resume")
     assert len(_rows(out / RESULTS)) == 2  # every line parses: nothing half-written
-    monkeypatch.setattr("bpebench.properties.parity_store.os.write", real_write)
+    monkeypatch.setattr("bpebench.reports.durable.os.write", real_write)
     code, out_text, _ = run_cli(capsys, "cl100k_base", "--partition-bytes", "1500", "--out", str(out), "-q",
                                 "--resume")
     assert code == 0 and ", 2 stored before" in out_text
@@ -356,7 +356,6 @@ def test_store_drops_damaged_rows_and_keeps_the_first_of_duplicates(tmp_path):
            "seconds": 0.1}
     store.append(row)
     store.append({**row, "matched": 0})
-    store.close()
     with open(tmp_path / RESULTS, "ab") as f:
         f.write(b'{"not": "a row"}\n[1, 2]\n')
     again = ParityStore(tmp_path)
