@@ -79,8 +79,8 @@ WHITESPACE: tuple[str, ...] = tuple(f"a{c}b {c}{c}x y{c}" for c in SPACE_CHARACT
 
 _DIGITS = (
     "0123456789",
-    "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669",  # Arabic-Indic
-    "\u0966\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e\u096f",  # Devanagari
+    "٠١٢٣٤٥٦٧٨٩",  # Arabic-Indic
+    "०१२३४५६७८९",  # Devanagari
     "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19",  # fullwidth
 )
 
@@ -117,33 +117,33 @@ SPECIAL_LITERALS: tuple[str, ...] = (
 
 #: scripts without spaces or with marks, mixed directions, and characters normalizers rewrite
 SCRIPTS: tuple[str, ...] = (
-    "\u0e20\u0e32\u0e29\u0e32\u0e44\u0e17\u0e22\u0e40\u0e02\u0e35\u0e22\u0e19\u0e15\u0e34\u0e14\u0e01\u0e31\u0e19",
-    "\u10e5\u10d0\u10e0\u10d7\u10e3\u10da\u10d8 \u0540\u0561\u0575\u0565\u0580\u0565\u0576",
-    "\u0ba4\u0bae\u0bbf\u0bb4\u0bcd \u09ac\u09be\u0982\u09b2\u09be \u0a97\u0ac1\u0a9c\u0ab0\u0abe\u0aa4\u0ac0",
-    "\u12a2\u1275\u12ee\u1335\u12eb \u12a0\u121b\u122d\u129b",
-    "\u0f56\u0f7c\u0f51\u0f0b\u0f61\u0f72\u0f42",
-    "\u1780\u17b6\u1793\u17cb\u178f\u17c2\u1796\u17b7\u179f\u17c1\u179f",
-    "C\u1eeda Vi\u1ec7t Ti\u1ebfng Vi\u1ec7t",
-    "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd \u05e2\u05d1\u05e8\u05d9\u05ea",
-    "English \u062b\u0645 \u0627\u0644\u0639\u0631\u0628\u064a\u0629 then \u4e2d\u6587 then \u05e2\u05d1\u05e8\u05d9\u05ea.",
-    "\u01c5emal \u01c8ubljana \u0130stanbul \u039f\u0394\u039f\u03a3 Stra\u00dfe STRASSE \u1e9e",
-    "\ufb01ne \ufb02ow \uff46\uff55\uff4c\uff4c\uff57\uff49\uff44\uff54\uff48 \uff21\uff22\uff23 \u338f \u337f \u2122 \u2026 \u210c",
-    "\u1100\u1161\u11a8 \uac01 \ud55c\uad6d\uc5b4",
-    "\u00c5ngstr\u00f6m \u212b A\u030a caf\u00e9 cafe\u0301 na\u00efve nai\u0308ve",
+    "ภาษาไทยเขียนติดกัน",
+    "ქართული Հայերեն",
+    "தமிழ் বাংলা ગુજરાતી",
+    "ኢትዮጵያ አማርኛ",
+    "བོད་ཡིག",
+    "កាន់តែពិសេស",
+    "Cửa Việt Tiếng Việt",
+    "שָׁלוֹם עברית",
+    "English ثم العربية then 中文 then עברית.",
+    "ǅemal ǈubljana İstanbul ΟΔΟΣ Straße STRASSE ẞ",
+    "ﬁne ﬂow ｆｕｌｌｗｉｄｔｈ ＡＢＣ ㎏ ㍿ ™ … ℌ",
+    "\u1100\u1161\u11a8 \uac01 \ud55c\uad6d\uc5b4",  # decomposed jamo, the same syllable precomposed, Korean
+    "Ångström Å A\u030a café cafe\u0301 naïve nai\u0308ve",
     "a\u0300\u0301\u0302\u0303\u0304\u0305\u0306\u0307\u0308\u0309\u030a\u030b\u030c b",
-    "\u0627\u0644\u0652\u0639\u064e\u0631\u064e\u0628\u0650\u064a\u064e\u0651\u0629",
+    "الْعَرَبِيَّة",
     "\ue000\uf8ff private use \U000f0000 and a noncharacter \ufdd0",
 )
 
 #: emoji with skin tones, zero-width joiners, keycaps, tag sequences, variation selectors, flags
 EMOJI: tuple[str, ...] = (
-    "\U0001f469\U0001f3fd\u200d\U0001f4bb\U0001f468\U0001f3ff\u200d\U0001f680 "
-    "\U0001f9d1\u200d\U0001f91d\u200d\U0001f9d1 \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f",
-    "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f flag of Scotland",
-    "1\ufe0f\u20e3 #\ufe0f\u20e3 *\ufe0f\u20e3 \u00a9\ufe0f \u00ae\ufe0f \u203c\ufe0f",
-    "\u2764\ufe0f\u200d\U0001f525\u2764\ufe0e\u2764\ufe0f",
-    "\U0001f1fa\U0001f1f8\U0001f1ec\U0001f1e7\U0001f1eb\U0001f1f7\U0001f1e9\U0001f1ea\U0001f1ef\U0001f1f5",
-    "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466" * 3,
+    "👩🏽\u200d💻👨🏿\u200d🚀 "
+    "🧑\u200d🤝\u200d🧑 👁\ufe0f\u200d🗨\ufe0f",
+    "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f flag of Scotland",
+    "1\ufe0f\u20e3 #\ufe0f\u20e3 *\ufe0f\u20e3 ©\ufe0f ®\ufe0f ‼\ufe0f",
+    "❤\ufe0f\u200d🔥❤\ufe0e❤\ufe0f",
+    "🇺🇸🇬🇧🇫🇷🇩🇪🇯🇵",
+    "👨\u200d👩\u200d👧\u200d👦" * 3,
     "".join(chr(c) for c in range(0x1F600, 0x1F620)),
 )
 

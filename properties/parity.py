@@ -272,7 +272,7 @@ def mismatch_record(doc: Document, ours: list[int] | Exception, theirs: list[int
 
 def compare_partition(spec: ParitySpec, index: int, docs: Sequence[Document], digest: str) -> dict:
     """Encode every document of one partition on both sides; the row stored for it."""
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     sd = sides(spec)
     ours_all = sd.ours([d.text for d in docs])
     matched = failed = ours_tokens = theirs_tokens = size = 0
@@ -294,7 +294,8 @@ def compare_partition(spec: ParitySpec, index: int, docs: Sequence[Document], di
         "partition": index, "first_doc": docs[0].index if docs else 0, "docs": len(docs), "bytes": size,
         "digest": digest, "matched": matched, "failed": failed,
         "ours_tokens": ours_tokens, "theirs_tokens": theirs_tokens, "mismatches": mismatches,
-        "seconds": round(time.perf_counter() - start, 6), "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "seconds": round(time.perf_counter() - start, 6), "cpu_seconds": round(time.process_time() - cpu_start, 6),
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
 
 
@@ -308,7 +309,8 @@ class Summary:
     failed: int
     ours_tokens: int
     theirs_tokens: int
-    work_seconds: float
+    work_seconds: float  # wall time of the partitions, summed
+    cpu_seconds: float  # CPU time of the processes that compared them, summed (the work, whatever the load)
     mismatches: list[dict]  # the first ones, in document order
 
     @property
@@ -325,7 +327,8 @@ def summarize(rows: Sequence[dict], show: int) -> Summary:
         partitions=len(rows), docs=sum(r["docs"] for r in rows), bytes=sum(r["bytes"] for r in rows),
         matched=sum(r["matched"] for r in rows), failed=sum(r["failed"] for r in rows),
         ours_tokens=sum(r["ours_tokens"] for r in rows), theirs_tokens=sum(r["theirs_tokens"] for r in rows),
-        work_seconds=sum(r["seconds"] for r in rows), mismatches=mismatches[:show],
+        work_seconds=sum(r["seconds"] for r in rows), cpu_seconds=sum(r.get("cpu_seconds", 0.0) for r in rows),
+        mismatches=mismatches[:show],
     )
 
 

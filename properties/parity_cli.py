@@ -52,7 +52,8 @@ def cmd_parity(args) -> int:
     print(f"inputs: {report.inputs}: {_count(s.docs, 'document')}, {_human_bytes(s.bytes)},"
           f" {_count(s.partitions, 'partition')}")
     before = f", {report.stored_before} stored before" if report.stored_before else ""
-    startup = f" ({report.startup_seconds:.1f} s to start it)" if report.startup_seconds else ""
+    startup = f"{report.startup_seconds:.1f} s to start it, " if report.startup_seconds else ""
+    startup = f" ({startup}{s.cpu_seconds:.1f} s CPU comparing)"
     print(f"ran:    {_count(report.computed, 'partition')} in {report.mode} in {report.seconds:.1f} s{startup}{before}"
           f" (results: {report.directory})")
     share = 100.0 * s.matched / s.docs
