@@ -64,7 +64,7 @@ def run_once(vocab: str, against: str, size: int, workers: int, out: Path,
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if result.returncode != 0:
         sys.exit(f"failed ({result.returncode}): {' '.join(cmd)}\n{result.stdout}{result.stderr}")
-    ran = re.search(r"^ran: .* in ([\d.]+) s \((?:([\d.]+) s to start it, )?", result.stdout, re.M)
+    ran = re.search(r"^ran: .* in ([\d.]+) s, (?:([\d.]+) s to start it, )?", result.stdout, re.M)
     return wall, float(ran.group(1)), float(ran.group(2) or 0.0), cpu, busiest_worker_cpu(out)
 
 

@@ -51,10 +51,13 @@ def cmd_parity(args) -> int:
           f" special-token literals {'as text' if report.spec.special == 'text' else 'parsed'}")
     print(f"inputs: {report.inputs}: {_count(s.docs, 'document')}, {_human_bytes(s.bytes)},"
           f" {_count(s.partitions, 'partition')}")
-    before = f", {report.stored_before} stored before" if report.stored_before else ""
-    startup = f"{report.startup_seconds:.1f} s to start it, " if report.startup_seconds else ""
-    startup = f" ({startup}{s.cpu_seconds:.1f} s CPU comparing)"
-    print(f"ran:    {_count(report.computed, 'partition')} in {report.mode} in {report.seconds:.1f} s{startup}{before}"
+    parts = [f"{report.seconds:.1f} s"]
+    if report.startup_seconds:
+        parts.append(f"{report.startup_seconds:.1f} s to start it")
+    parts.append(f"{s.cpu_seconds:.1f} s CPU comparing")
+    if report.stored_before:
+        parts.append(f"{report.stored_before} stored before")
+    print(f"ran:    {_count(report.computed, 'partition')} in {report.mode} in {', '.join(parts)}"
           f" (results: {report.directory})")
     share = 100.0 * s.matched / s.docs
     print(f"matched {s.matched}/{s.docs} documents ({share:.2f}%); tokens: bpebench {s.ours_tokens},"

@@ -365,7 +365,11 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
     for note in store.repaired:
         log(f"bpebench: parity: {note}")
     todo: Iterator[Partition] = pending(partitions(docs, max_bytes=partition_bytes), done)
-    if scheduler:
+    first = next(todo, None)
+    todo = itertools.chain([first] if first is not None else [], todo)
+    if first is None:  # all stored before: no cluster for nothing
+        mode, n_workers = "process", 0
+    elif scheduler:
         mode, n_workers = "dask", 0
     elif workers is not None:
         mode, n_workers = ("process" if workers == 0 else "dask"), workers
