@@ -172,9 +172,17 @@ def dask_client(*, workers: int, scheduler: str | None):
                             " or bpebench[all]); --workers 0 runs in this process") from None
     import dask
 
-    # the workers' statistical profiler samples every thread's stack every 10 ms: measurable CPU
-    # spent on a dashboard nobody looks at here
-    with dask.config.set({"distributed.worker.profile.enabled": False, "logging.distributed": "error"}):
+    settings = {
+        # the workers' statistical profiler samples every thread's stack every 10 ms: CPU spent
+        # on a dashboard nobody looks at here
+        "distributed.worker.profile.enabled": False,
+        # distributed starts workers with MALLOC_TRIM_THRESHOLD_=65536 (memory handed back to the
+        # system eagerly); the tokenizers allocate and free buffers all the time, and comparing
+        # took 15-25% more CPU in a worker with it than without (benchmarks/parity_scaling.py)
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+        "logging.distributed": "error",
+    }
+    with dask.config.set(settings):
         if scheduler:
             try:
                 client = Client(scheduler, timeout="20s")
