@@ -82,7 +82,7 @@ def _whole_number(text: str) -> int:
 
 
 def register(subparsers) -> None:
-    from .parity_inputs import DEFAULT_DOC_BYTES, DEFAULT_PARTITION_BYTES, HARD_STRINGS_NAME
+    from .parity_inputs import DEFAULT_DOC_BYTES, DEFAULT_PARTITION_BYTES, HARD_STRINGS_NAME, IN_PROCESS_BYTES
 
     p = subparsers.add_parser(
         "parity", help="compare bpebench's ids with the tokenizer file's own library (exit 1 on any mismatch)",
@@ -113,8 +113,8 @@ def register(subparsers) -> None:
     p.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="text files that are not UTF-8: an error (default) or U+FFFD replacements")
     p.add_argument("--workers", type=_whole_number, default=None, metavar="N",
-                   help="local Dask worker processes (default: one per core, and only for inputs over"
-                        " a few MB; 0 runs in this process)")
+                   help=f"local Dask worker processes (default: one per core, and only for inputs over"
+                        f" {IN_PROCESS_BYTES // 1_000_000} MB; 0 runs in this process)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run on this Dask scheduler (tcp://host:port) and its workers")
     p.add_argument("--out", default=None, metavar="DIR",

@@ -42,6 +42,9 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_DOC_BYTES = 8192
 DEFAULT_PARTITION_BYTES = 256 * 1024
 DEFAULT_PARTITION_DOCS = 2000
+#: below this many bytes still to compare, a run stays in one process (no cluster start-up:
+#: see docs/parity.md for what a Dask run costs)
+IN_PROCESS_BYTES = 32_000_000
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,10 @@ from bpebench.errors import BpebenchError
 from . import parity
 from .parity import (_SIDES, SPECIAL_MODES, ParitySpec, Sides, Summary, compare_partition, library_label,
                      resolve_library, summarize)
-from .parity_inputs import (DEFAULT_DOC_BYTES, DEFAULT_PARTITION_BYTES, HARD_STRINGS_NAME, Document, Partition,
-                            check_source, documents, golden_documents, partitions)
+from .parity_inputs import (DEFAULT_DOC_BYTES, DEFAULT_PARTITION_BYTES, HARD_STRINGS_NAME, IN_PROCESS_BYTES,
+                            Document, Partition, check_source, documents, golden_documents, partitions)
 from .parity_store import ParityStore
 
-#: below this many bytes still to compare, a run stays in this process (no cluster start-up)
-IN_PROCESS_BYTES = 32_000_000
 #: partitions in flight per worker
 IN_FLIGHT_PER_WORKER = 3
 #: environment of local worker processes: one thread each, whatever the libraries would pick
