@@ -1,9 +1,11 @@
 """``bpebench parity`` across processes: a local Dask cluster, an external scheduler, a run killed
 and resumed, and worker processes that end with their parent.
 
-Every run here is a real ``bpebench`` process (``python -m bpebench``); the slow ``naive``
-encoder makes runs long enough to be interrupted at a chosen point (after a few partitions
-are stored) without any test hook in the code.
+Every run here is a real ``bpebench`` process (``python -m bpebench``). Runs that are
+interrupted compare documents that are each one long pre-tokenizer piece of random letters
+with the quadratic ``naive`` encoder (about a second per document), one document per
+partition: long enough to stop them at a chosen point (after a few partitions are stored)
+without any test hook in the code.
 """
 
 from __future__ import annotations
@@ -24,9 +26,16 @@ pytest.importorskip("tiktoken")
 
 from bpebench.properties.parity_store import RESULTS  # noqa: E402
 
-#: a run of ``naive`` over this much Python source takes tens of seconds: time to interrupt it
-SLOW = ["cl100k_base", "--corpus", "code-python", "--size", "600000", "--algorithm", "naive",
-        "--partition-bytes", "12000", "-q"]
+@pytest.fixture
+def slow(tmp_path) -> list[str]:
+    """Arguments of a run of 16 partitions that each take ``naive`` about a second."""
+    import random
+
+    rng = random.Random(16)
+    corpus = tmp_path / "letters.jsonl"
+    corpus.write_text("".join(json.dumps("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10_000)))
+                              + "\n" for _ in range(16)), encoding="utf-8")
+    return ["cl100k_base", "--corpus", str(corpus), "--algorithm", "naive", "--partition-bytes", "1", "-q"]
 
 
 def bpebench(*argv: str, **kwargs) -> subprocess.Popen:
@@ -67,19 +76,20 @@ def matched_line(out: str) -> str:
     return next(line for line in out.splitlines() if line.startswith("matched "))
 
 
-def test_resume_after_kill_loses_nothing_and_redoes_nothing(tmp_path):
+def test_resume_after_kill_loses_nothing_and_redoes_nothing(tmp_path, slow):
     out = tmp_path / "r"
-    first = bpebench("parity", *SLOW, "--workers", "0", "--out", str(out))
+    first = bpebench("parity", *slow, "--workers", "0", "--out", str(out))
     wait_for_rows(out, first, 3)
     first.send_signal(signal.SIGKILL)
     first.wait()
     before = raw_rows(out)
     assert len(before) >= 3 and all(r["worker"].endswith(f":{first.pid}") for r in before)
 
-    code, stdout, err = finish(bpebench("parity", *SLOW, "--workers", "0", "--out", str(out), "--resume"))
+    code, stdout, err = finish(bpebench("parity", *slow, "--workers", "0", "--out", str(out), "--resume"))
     assert code == 0, err
     after = raw_rows(out)
     total = len(after)
+    assert len(before) < total  # the kill did interrupt the run
     assert after[: len(before)] == before  # stored rows untouched
     assert sorted(r["partition"] for r in after) == list(range(total))  # each partition exactly once
     assert {r["partition"] for r in after[len(before):]}.isdisjoint(r["partition"] for r in before)
@@ -88,7 +98,7 @@ def test_resume_after_kill_loses_nothing_and_redoes_nothing(tmp_path):
     assert matched_line(stdout).startswith(f"matched {sum(r['docs'] for r in after)}/")
 
     # resuming a finished run computes nothing and prints the same summary from disk
-    code, again, _ = finish(bpebench("parity", *SLOW, "--workers", "0", "--out", str(out), "--resume"))
+    code, again, _ = finish(bpebench("parity", *slow, "--workers", "0", "--out", str(out), "--resume"))
     assert code == 0 and "ran:    0 partitions" in again and matched_line(again) == matched_line(stdout)
 
 
@@ -97,9 +107,9 @@ def _children(proc: subprocess.Popen) -> list:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=["kill-9", "ctrl-c", "term"])
-def test_local_workers_end_with_their_parent(tmp_path, how):
+def test_local_workers_end_with_their_parent(tmp_path, slow, how):
     out = tmp_path / "r"
-    proc = bpebench("parity", *SLOW, "--workers", "2", "--out", str(out))
+    proc = bpebench("parity", *slow, "--workers", "2", "--out", str(out))
     wait_for_rows(out, proc, 2)
     workers = [p for p in _children(proc) if "python" in p.name().lower()]
     assert len(workers) >= 2, [p.cmdline() for p in workers]
