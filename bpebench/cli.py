@@ -74,6 +74,11 @@ def cmd_vocab(args) -> int:
     print(f"specials:  {specials or '(none)'}{more}")
     print(f"pattern:   {vocab.pattern or '(none: whole text)'}")
     print(f"normalize: {vocab.normalizer}")
+    from bpebench.algorithms.pipeline.hf_pipeline import describe_pipeline
+
+    print("components:")
+    for part, text in describe_pipeline(vocab).items():
+        print(f"  {part + ':':<15}{text}")
     problems = vocab.problems()
     print("problems:  " + ("none" if not problems else ""))
     for p in problems:

@@ -133,7 +133,7 @@ def test_list_shows_vocabularies_and_algorithms(capsys):
 
 def test_vocab_describes_each_format(capsys):
     for name, expected in [("cl100k_base", "rule:      ranks"), (str(HF_FIXTURE), "rule:      merges"),
-                           (str(SPM_FIXTURE), "normalize: sentencepiece")]:
+                           (str(SPM_FIXTURE), "normalizer:    SentencePiece(")]:
         code, out, _ = run(capsys, "vocab", name, "--strict")
         assert code == 0 and expected in out and "problems:  none" in out, out
 

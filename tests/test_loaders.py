@@ -17,7 +17,7 @@ from bpebench.errors import VocabularyError
 from bpebench.algorithms.formats import load_path, load_vocabulary
 from bpebench.algorithms.formats.hf_json import bytes_to_unicode, load_hf_tokenizer_json, token_text_to_bytes
 from bpebench.algorithms.formats.sentencepiece_model import (
-    BYTE, NORMAL, USER_DEFINED, load_sentencepiece, read_sentencepiece_model,
+    BYTE, NORMAL, UNUSED, USER_DEFINED, load_sentencepiece, read_sentencepiece_model,
 )
 from bpebench.algorithms.kernels.reference import bpe_reference
 from bpebench.algorithms.core.registry import default_encoder_name
@@ -119,9 +119,8 @@ def _break(data: dict, how: str) -> dict:
     elif how == "duplicate id":
         first = next(iter(model["vocab"]))
         model["vocab"]["Ġnot_a_real_token"] = model["vocab"][first]
-    elif how == "not byte-level":
-        data["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": False}
-        data["decoder"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": False}
+    elif how == "unknown component":
+        data["pre_tokenizer"] = {"type": "UnicodeScripts"}
     elif how == "dropout":
         model["dropout"] = 0.1
     return data
@@ -131,7 +130,7 @@ def _break(data: dict, how: str) -> dict:
     ("wordpiece", "model type 'WordPiece' is not BPE"),
     ("unknown merge", "references unknown token 'Ġzzqq'"),
     ("duplicate id", "duplicate id"),
-    ("not byte-level", "not a byte-level BPE tokenizer"),
+    ("unknown component", "pre-tokenizer 'UnicodeScripts' is not supported"),
     ("dropout", "dropout"),
 ])
 def test_hf_defects_are_one_line_errors(tmp_path, how, message):
@@ -173,11 +172,15 @@ def test_protobuf_reader_agrees_with_sentencepiece_on_mistral():
 
 def test_mistral_vocabulary_shape():
     vocab = load_vocabulary("mistral_v1")
-    assert vocab.special_tokens == {"<unk>": 0, "<s>": 1, "</s>": 2}
-    assert vocab.rule == "ranks" and vocab.pattern is None and vocab.normalizer == "sentencepiece"
-    # <0x41> duplicates the normal piece "A": excluded; <0xE6> is the only token for its byte
-    assert vocab.token_id(b"A") != 3 + 0x41 and 3 + 0x41 in vocab.excluded
-    assert vocab.token_id(b"\xe6") == 3 + 0xE6 and vocab.byte_fallback[0xE6] == 3 + 0xE6
+    # control pieces are never parsed out of text (sentencepiece never does): no special tokens
+    assert vocab.special_tokens == {} and vocab.pipeline["decoder"]["control_tokens"] == ["</s>", "<s>"]
+    assert vocab.rule == "ranks" and vocab.pattern is None and vocab.normalizer == "pipeline"
+    assert vocab.pipeline["normalizer"]["type"] == "SentencePiece"
+    assert vocab.pipeline["model"] == {"type": "BPE", "token_text": "utf-8", "fuse_unk": True, "unk_token": "<unk>",
+                                       "byte_fallback": True}
+    # byte pieces are only emitted for unknown characters: never BPE's; a helper stands for the byte
+    assert vocab.token_id(b"A") != 3 + 0x41 and 3 + 0x41 in vocab.excluded and 3 + 0xE6 in vocab.excluded
+    assert vocab.token_id(b"\xe6") in vocab.hidden and vocab.byte_fallback[0xE6] == 3 + 0xE6
     # every multi-byte character piece is the merge of two tokens; partial characters are hidden
     assert all(i >= 32000 for i in vocab.hidden) and len(vocab.tokens) == 32000 + len(vocab.hidden)
     left, right = vocab.splits
@@ -215,7 +218,7 @@ def test_unknown_characters_become_byte_fallback_ids(tmp_path):
 @pytest.mark.parametrize("change, message", [
     (dict(model_type=1), "unigram model; only BPE"),
     (dict(model_type=3), "word model"),
-    (dict(normalizer="nmt_nfkc"), "normalizer 'nmt_nfkc' is not supported"),
+    (dict(suffix_whitespace=True), "treat_whitespace_as_suffix is not supported"),
 ])
 def test_sentencepiece_unsupported_models_are_refused(tmp_path, change, message):
     path = tmp_path / "m.model"
@@ -234,10 +237,20 @@ def test_sentencepiece_defects_are_one_line_errors(tmp_path):
     duplicate.write_bytes(spm_proto(tiny_spm_pieces() + [("ab", -5.0, NORMAL)]))
     with pytest.raises(VocabularyError, match="duplicate token 'ab'"):
         load_path(duplicate)
-    user = tmp_path / "user.model"
-    user.write_bytes(spm_proto(tiny_spm_pieces() + [("<mask>", 0.0, USER_DEFINED)]))
-    with pytest.raises(VocabularyError, match="user-defined piece"):
-        load_path(user)
+    unused = tmp_path / "unused.model"
+    unused.write_bytes(spm_proto(tiny_spm_pieces() + [("<mask>", 0.0, UNUSED)]))
+    with pytest.raises(VocabularyError, match="unused piece '<mask>'"):
+        load_path(unused)
+
+
+def test_sentencepiece_user_defined_pieces_are_carved_as_sentencepiece_does(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    path = tmp_path / "user.model"
+    path.write_bytes(spm_proto(tiny_spm_pieces() + [("<mask>", 0.0, USER_DEFINED)]))
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    tok = Tokenizer(load_path(path), algorithm="naive")
+    for text in ["ab<mask>ab", "<mask>", " <mask> ab", "a<mask><mask>b"]:
+        assert tok.encode_ordinary(text) == sp.encode(text), text
 
 
 def test_no_dummy_prefix_normalizer(tmp_path):
@@ -245,7 +258,7 @@ def test_no_dummy_prefix_normalizer(tmp_path):
     path = tmp_path / "noprefix.model"
     path.write_bytes(spm_proto(tiny_spm_pieces(), add_dummy_prefix=False))
     vocab = load_sentencepiece(path)
-    assert vocab.normalizer == "sentencepiece-no-prefix"
+    assert vocab.pipeline["normalizer"]["add_dummy_prefix"] is False
     sp = spm.SentencePieceProcessor(model_file=str(path))
     tok = Tokenizer(vocab, algorithm="naive")
     for text in ["ab ab", " ab", "a b "]:

@@ -1,85 +1,35 @@
-"""Read Hugging Face ``tokenizer.json`` files with a byte-level BPE model.
+"""Read Hugging Face ``tokenizer.json`` files with a BPE model, components and all.
 
-Byte-level BPE (GPT-2, Llama-3, Qwen2, ...) writes every token as text in a
-256-character alphabet that stands for the raw bytes (``Ġ`` is the space byte,
-``Ċ`` the newline); :func:`bytes_to_unicode` is that alphabet and decoding a token
-through it gives its bytes. The merges are taken exactly as listed
-(``rule="merges"``): merge ``k`` has priority ``k``, and a pair that is not listed
-never merges even when its concatenation is a token.
+The model becomes a ``"merges"`` :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`
+(merge ``k`` has priority ``k``; a pair listed twice keeps its last rank, as HF's merge
+map does; a pair that is not listed never merges). Its token strings are read in one of
+two alphabets: byte-level (a ``ByteLevel`` component anywhere: GPT-2's 256 characters
+standing for bytes) or UTF-8 text (Metaspace / byte-fallback BPE of the Llama-2 kind,
+whose characters are assembled from bytes, see ``char_units``).
 
-What is read, and how it maps onto a :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
-
-* ``model.vocab`` / ``model.merges`` (``"a b"`` strings or ``["a", "b"]`` lists);
-* ``model.ignore_merges`` -> ``whole_piece_lookup`` (HF emits a pre-tokenized piece
-  that is a token as is; without it HF always runs the merges);
-* ``added_tokens`` -> ``special_tokens``: those marked ``special`` and those the model
-  vocabulary lacks (HF matches them in the text before pre-tokenizing, so a model
-  token that is also a special token is excluded from BPE);
-* ``pre_tokenizer``: a ``Split`` regex (+ ``ByteLevel(use_regex=false)``) becomes the
-  ``pattern`` (the name from ``bpebench.algorithms.formats.patterns`` when it is a known one); a bare
-  ``ByteLevel(use_regex=true)`` is the GPT-2 pattern;
-* ``normalizer``: none or NFC.
-
-Anything else (WordPiece/Unigram models, Metaspace / SentencePiece-style BPE,
-prefix spaces, dropout, other normalizers) is refused with one clear line rather
-than loaded with silently different behaviour.
+Everything else the file says is kept as the vocabulary's ``pipeline`` (the
+``normalizer``, ``pre_tokenizer``, ``decoder`` and ``added_tokens`` dicts as written, and
+the model options ``unk_token``, ``fuse_unk``, ``byte_fallback``, ``ignore_merges``,
+``continuing_subword_prefix``, ``end_of_word_suffix``), which
+``bpebench.algorithms.pipeline.hf_pipeline`` runs with HF's semantics. Every component is
+built once at load time, so one that is not implemented is refused with a line naming
+it, and so is ``dropout`` (random encodings). A file whose pipeline is exactly a known
+covering pattern + byte-level BPE (+ NFC) also gets ``pattern`` / ``normalizer`` set, so
+the Tokenizer keeps its fused compiled path for it.
 
 Loading is linear in the size of the file; the result is exact (ids equal
-``tokenizers.Tokenizer.encode`` for the supported configurations).
+``tokenizers.Tokenizer.encode(text, add_special_tokens=False)``).
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..kernels.compiled import NEVER
 from bpebench.errors import VocabularyError
-from .patterns import PATTERNS
+from .byte_alphabet import bytes_to_token_text, bytes_to_unicode, token_text_to_bytes, unicode_to_bytes  # noqa: F401
 from .vocabulary import Vocabulary
-
-
-@lru_cache(maxsize=1)
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character table (a bijection over all 256 bytes).
-
-    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls,
-    space, DEL, NBSP, soft hyphen) take the characters from U+0100 on, in byte order.
-
-    >>> bytes_to_unicode()[ord("a")], bytes_to_unicode()[ord(" ")], bytes_to_unicode()[ord("\\n")]
-    ('a', 'Ġ', 'Ċ')
-    """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    table = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in table:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
-
-
-@lru_cache(maxsize=1)
-def unicode_to_bytes() -> dict[str, int]:
-    return {c: b for b, c in bytes_to_unicode().items()}
-
-
-def token_text_to_bytes(text: str) -> bytes | None:
-    """The bytes a byte-level token string stands for, or None if it uses other characters."""
-    table = unicode_to_bytes()
-    try:
-        return bytes(table[c] for c in text)
-    except KeyError:
-        return None
-
-
-def bytes_to_token_text(data: bytes) -> str:
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in data)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -106,64 +56,13 @@ def read_tokenizer_json(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _components(node: dict | None) -> list[dict]:
-    """A pre-tokenizer / normalizer / decoder node flattened out of its ``Sequence`` wrappers."""
-    if not node:
+def _leaves(node: dict | None, key: str) -> list[dict]:
+    """A component node flattened out of its ``Sequence`` wrappers."""
+    if not isinstance(node, dict):
         return []
     if node.get("type") == "Sequence":
-        key = "pretokenizers" if "pretokenizers" in node else "normalizers" if "normalizers" in node else "decoders"
-        return [leaf for child in node.get(key, []) for leaf in _components(child)]
+        return [leaf for child in node.get(key) or [] for leaf in _leaves(child, key)]
     return [node]
-
-
-def _pattern_of(path: Path, data: dict) -> str | None:
-    """The pre-tokenizer regex (a name from ``bpebench.algorithms.formats.patterns`` when it is a known one)."""
-    parts = _components(data.get("pre_tokenizer"))
-    decoders = {d.get("type") for d in _components(data.get("decoder"))}
-    if "ByteLevel" not in decoders and not any(p.get("type") == "ByteLevel" for p in parts):
-        raise VocabularyError(
-            f"{path}: not a byte-level BPE tokenizer (no ByteLevel pre-tokenizer or decoder);"
-            " SentencePiece-style tokenizer.json files are not supported, load the .model file instead"
-        )
-    pattern: str | None = None
-    for part in parts:
-        kind = part.get("type")
-        if kind == "Split":
-            if pattern is not None:
-                raise VocabularyError(f"{path}: more than one Split pre-tokenizer is not supported")
-            regex = (part.get("pattern") or {}).get("Regex")
-            if regex is None:
-                raise VocabularyError(f"{path}: only Split pre-tokenizers with a 'Regex' pattern are supported")
-            if part.get("behavior", "Isolated") != "Isolated" or part.get("invert", False):
-                raise VocabularyError(
-                    f"{path}: Split behavior {part.get('behavior')!r} (invert={part.get('invert')}) is not supported;"
-                    " only Isolated"
-                )
-            pattern = regex
-        elif kind == "ByteLevel":
-            if part.get("add_prefix_space", False):
-                raise VocabularyError(f"{path}: ByteLevel add_prefix_space=true is not supported")
-            if part.get("use_regex", True):
-                if pattern is not None:
-                    raise VocabularyError(f"{path}: a Split followed by ByteLevel(use_regex=true) is not supported")
-                pattern = PATTERNS["gpt2"]
-        else:
-            raise VocabularyError(f"{path}: pre-tokenizer {kind!r} is not supported (Split and ByteLevel are)")
-    if pattern is None:
-        return None
-    for name, known in PATTERNS.items():
-        if known == pattern:
-            return name
-    return pattern
-
-
-def _normalizer_of(path: Path, data: dict) -> str:
-    kinds = [n.get("type") for n in _components(data.get("normalizer"))]
-    if not kinds:
-        return "none"
-    if kinds == ["NFC"]:
-        return "nfc"
-    raise VocabularyError(f"{path}: normalizer {'+'.join(map(str, kinds))} is not supported (none or NFC)")
 
 
 def _merge_pair(path: Path, index: int, merge: Any) -> tuple[str, str]:
@@ -176,52 +75,109 @@ def _merge_pair(path: Path, index: int, merge: Any) -> tuple[str, str]:
     raise VocabularyError(f"{path}: merge {index} is {merge!r}; expected 'left right' or [left, right]")
 
 
+#: ids may leave gaps, but not absurd ones (a small file claiming id 10**9 would allocate gigabytes)
+MAX_ID_SLACK = 1 << 20
+
+
+def _model_options(path: Path, model: dict, token_text: str) -> dict:
+    dropout = model.get("dropout")
+    if dropout not in (None, 0, 0.0):
+        raise VocabularyError(f"{path}: BPE dropout={dropout} makes encoding random (each call may split"
+                              " differently); bpebench only loads deterministic tokenizers")
+    options = {"type": "BPE", "token_text": token_text}
+    for key in ("unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
+        value = model.get(key)
+        if value is not None and not isinstance(value, str):
+            raise VocabularyError(f"{path}: BPE {key}={value!r} is not a string")
+        if value:
+            options[key] = value
+    for key in ("fuse_unk", "byte_fallback", "ignore_merges"):
+        if model.get(key):
+            options[key] = True
+    return options
+
+
 def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Vocabulary:
-    """A ``"merges"`` Vocabulary from a byte-level BPE ``tokenizer.json``."""
+    """A ``"merges"`` Vocabulary, with its pipeline, from a BPE ``tokenizer.json``."""
+    from ..pipeline.hf_pipeline import plain_form, validate_spec
+
     path = Path(path)
     data = read_tokenizer_json(path)
     model = data["model"]
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
         raise VocabularyError(f"{path}: model type {model_type!r} is not BPE; only BPE models can be loaded")
-    for option in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(option):
-            raise VocabularyError(f"{path}: BPE option {option}={model[option]!r} is not supported")
-    if model.get("dropout"):
-        raise VocabularyError(f"{path}: BPE dropout={model['dropout']} makes encoding random; not supported")
-    pattern = _pattern_of(path, data)
-    normalizer = _normalizer_of(path, data)
+    byte_level = any(leaf.get("type") == "ByteLevel" for node, key in (
+        (data.get("pre_tokenizer"), "pretokenizers"), (data.get("decoder"), "decoders"),
+        (data.get("normalizer"), "normalizers")) for leaf in _leaves(node, key))
+    token_text = "byte_level" if byte_level else "utf-8"
+    options = _model_options(path, model, token_text)
 
     vocab_map = model.get("vocab")
     if not isinstance(vocab_map, dict) or not vocab_map:
         raise VocabularyError(f"{path}: model.vocab is missing or empty")
     by_id: dict[int, str] = {}
     for text, token_id in vocab_map.items():
-        if not isinstance(token_id, int) or token_id < 0:
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
             raise VocabularyError(f"{path}: token {text!r} has id {token_id!r}; ids must be non-negative integers")
         if token_id in by_id:
             raise VocabularyError(f"{path}: duplicate id {token_id} (tokens {by_id[token_id]!r} and {text!r})")
         by_id[token_id] = text
 
-    added: dict[int, str] = {}
-    for entry in data.get("added_tokens") or []:
+    entries = data.get("added_tokens") or []
+    if not isinstance(entries, list):
+        raise VocabularyError(f"{path}: added_tokens is not a list")
+    added: dict[int, str] = {}  # ids BPE must not produce: added-only ids and special model tokens
+    added_specs = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise VocabularyError(f"{path}: added token {entry!r} is not an object")
         content, token_id = entry.get("content"), entry.get("id")
-        if not isinstance(content, str) or not isinstance(token_id, int):
-            raise VocabularyError(f"{path}: added token {entry!r} needs a 'content' string and an integer 'id'")
+        if not isinstance(content, str) or not isinstance(token_id, int) or token_id < 0:
+            raise VocabularyError(f"{path}: added token {entry!r} needs a 'content' string and a non-negative 'id'")
         if token_id in added and added[token_id] != content:
             raise VocabularyError(f"{path}: duplicate id {token_id} in added_tokens ({added[token_id]!r}, {content!r})")
-        if not entry.get("special", False) and by_id.get(token_id) is not None:
-            continue  # an ordinary model token that is also listed as added: BPE produces it
-        added[token_id] = content
+        added_specs.append({k: entry[k] for k in ("content", "id", "special", "normalized", "lstrip", "rstrip",
+                                                  "single_word") if k in entry})
+        if entry.get("special", False) or by_id.get(token_id) is None:
+            added[token_id] = content
+    largest = max([*by_id, *added])
+    if largest >= len(by_id) + len(added) + MAX_ID_SLACK:
+        raise VocabularyError(f"{path}: token ids are absurdly sparse (largest id {largest} for"
+                              f" {len(by_id) + len(added)} tokens)")
     merges = [_merge_pair(path, index, merge) for index, merge in enumerate(model.get("merges") or [])]
-    return byte_level_vocabulary(
-        by_id, merges, added,
-        name=name or (path.parent.name if path.name == "tokenizer.json" else path.name.split(".")[0]),
-        pattern=pattern,
-        normalizer=normalizer,
-        whole_piece_lookup=bool(model.get("ignore_merges", False)),
-        source=str(path),
-    )
+    label = name or (path.parent.name if path.name == "tokenizer.json" else path.name.split(".")[0])
+    spec = {
+        "normalizer": data.get("normalizer"),
+        "pre_tokenizer": data.get("pre_tokenizer"),
+        "decoder": data.get("decoder"),
+        "added_tokens": added_specs,
+        "model": options,
+    }
+    validate_spec(spec, str(path))
+    if byte_level:
+        vocab = byte_level_vocabulary(by_id, merges, added, name=label, pattern=None,
+                                      whole_piece_lookup=bool(options.get("ignore_merges")), source=str(path),
+                                      prefix=options.get("continuing_subword_prefix", ""))
+    else:
+        from .char_units import char_level_vocabulary
+
+        ids = {text: token_id for token_id, text in by_id.items()}
+        fallback = {}
+        if options.get("byte_fallback"):
+            fallback = {b: ids[f"<0x{b:02X}>"] for b in range(256) if f"<0x{b:02X}>" in ids}
+        unk = options.get("unk_token")
+        vocab = char_level_vocabulary(by_id, merges, added, name=label, byte_fallback=fallback,
+                                      unk_id=ids.get(unk) if unk else None, source=str(path),
+                                      prefix=options.get("continuing_subword_prefix", ""))
+    vocab.special_tokens = {e["content"]: e["id"] for e in added_specs if e.get("special")}
+    vocab.pipeline = spec
+    plain = plain_form(spec, all_bytes=bool((vocab.byte_token >= 0).all()) and not vocab.hidden)
+    if plain is not None:
+        vocab.pattern, vocab.normalizer = plain
+    else:
+        vocab.pattern, vocab.normalizer = None, "pipeline"
+    return vocab
 
 
 def byte_level_vocabulary(
@@ -234,6 +190,7 @@ def byte_level_vocabulary(
     normalizer: str = "none",
     whole_piece_lookup: bool = False,
     source: str = "",
+    prefix: str = "",
 ) -> Vocabulary:
     """A ``"merges"`` Vocabulary from byte-level token strings (id -> text), the merge list in
     priority order, and the added (special) tokens (id -> content).
@@ -241,7 +198,10 @@ def byte_level_vocabulary(
     Shared by the ``tokenizer.json`` and the GGUF ``gpt2`` loaders. Ids used only by added
     tokens (or left unused) and model tokens that are also added tokens are ``excluded``:
     HF carves added tokens out of the text before BPE, so BPE never produces them.
+    ``prefix``: HF's ``continuing_subword_prefix``, which a merge drops from its right part.
     """
+    from .char_units import base_priorities, listed_merges, set_merge_priorities
+
     where = source or name
     n = max([*by_id, *added]) + 1
     tokens: list[bytes] = [b""] * n
@@ -263,27 +223,9 @@ def byte_level_vocabulary(
     special_tokens = {content: token_id for token_id, content in added.items()}
 
     ids = {text: token_id for token_id, text in by_id.items()}
-    merge_table: dict[tuple[int, int], tuple[int, int]] = {}
-    priority = np.full(n, NEVER, dtype=np.int64)
-    for token_id, token in enumerate(tokens):
-        if len(token) == 1 and token_id not in excluded:
-            priority[token_id] = -1
-    for index, (left_text, right_text) in enumerate(merges):
-        left, right = ids.get(left_text), ids.get(right_text)
-        merged = ids.get(left_text + right_text)
-        if left is None or right is None or merged is None:
-            missing = next(t for t, i in ((left_text, left), (right_text, right), (left_text + right_text, merged))
-                           if i is None)
-            raise VocabularyError(
-                f"{where}: merge {index} {left_text!r} {right_text!r} references unknown token {missing!r}"
-            )
-        if (left, right) in merge_table or not excluded.isdisjoint((left, right, merged)):
-            # a repeated pair (HF applies the first, best one), or a merge touching a special
-            # token, whose literal HF always carves out of the text before BPE
-            continue
-        merge_table[(left, right)] = (index, merged)
-        if priority[merged] == NEVER:
-            priority[merged] = index
+    priority = base_priorities(tokens, excluded)
+    merge_table = listed_merges(merges, ids, barrier=excluded, where=where, prefix=prefix)
+    set_merge_priorities(priority, merge_table)
 
     return Vocabulary(
         name=name,

@@ -1,41 +1,38 @@
 """Read SentencePiece ``.model`` files of BPE type and model them on bytes.
 
-SentencePiece's BPE (``bpe_model.cc``) differs from tiktoken's in three ways, and
-each is mapped onto the byte-level :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
+SentencePiece's BPE (``bpe_model.cc``) differs from tiktoken's in four ways, and each is
+mapped onto the byte-level :class:`~bpebench.algorithms.formats.vocabulary.Vocabulary`:
 
-1. **It starts from characters, not bytes.** Every single-character piece is a
-   base unit. A multi-byte character piece becomes a merge of its bytes whose
-   priority is better than every real merge, so all characters are assembled
-   before any real merge happens. A 3- or 4-byte character needs partial tokens
-   (its first 2 and 3 bytes) to be a merge of two tokens: those are *hidden* ids
-   after the real vocabulary; the Tokenizer replaces any that survive (a
-   character that is not a piece) by byte-fallback ids, which is what
-   SentencePiece emits for an unknown character.
+1. **It starts from characters, not bytes.** Every single-character piece is a base
+   unit, assembled from its bytes by helper merges that run before every real merge
+   (``char_units``); the helpers are ``hidden`` ids after the real vocabulary.
 2. **Priorities come from scores**, higher first, and a pair merges when its
-   concatenation is a piece (the ``"ranks"`` rule). Pieces with equal scores get
-   equal priorities, so BPE takes the leftmost of them, which is SentencePiece's
-   tie rule. (Llama/Mistral models give all whitespace runs ``▁▁``, ``▁▁▁``... one
-   shared score: a run grows from the left, ``▁▁▁`` from ``▁▁ ▁``, although both
-   have the same priority. The reference encoder follows this literally; the
-   split derivation in ``bpebench.algorithms.kernels.compiled`` expects a token's parts to have
-   strictly better priorities and reports those runs as unreachable.)
-3. **Byte fallback**: ``<0xXX>`` pieces are the base tokens of bytes that no
-   normal piece covers (they go to ``byte_fallback``); where a normal piece has the
-   same single byte (``a`` and ``<0x61>``) the byte piece is ``excluded``.
+   concatenation is a piece (the ``"ranks"`` rule). Pieces with equal scores get equal
+   priorities, so BPE takes the leftmost of them, which is SentencePiece's tie rule
+   (Llama/Mistral give all whitespace runs one score: a run grows from the left).
+3. **Unknown characters** (no piece) never merge: runs of them become one ``<unk>``,
+   or with byte fallback their ``<0xXX>`` pieces; byte pieces are never BPE's output.
+   A model whose pieces contain a character that is not a piece itself is refused
+   (SentencePiece would merge such unknown characters; that is not reproduced).
+4. **Text is normalized first** by the model's own normalizer: the precompiled
+   charsmap (``nmt_nfkc`` and friends, longest match), ``remove_extra_whitespaces``,
+   the dummy prefix and ``▁`` for spaces; user-defined pieces are matched in the
+   normalized text, left verbatim by the normalizer, and never merged; control pieces
+   (``<s>``, ``</s>``) are never parsed out of text.
 
-``<unk>``, ``<s>``, ``</s>`` (unknown / control pieces) become special tokens.
-The normalizer is read from the model: only the ``identity`` rule set is
-supported (no NFKC tables), with its ``add_dummy_prefix`` and
-``remove_extra_whitespaces`` flags. SentencePiece runs BPE on the whole
-normalized text (no whitespace pre-split), so the vocabulary has no pattern.
+Points 3 and 4 are the vocabulary's ``pipeline`` (a ``SentencePiece`` normalizer and
+decoder, the user-defined pieces as added tokens, the model's ``unk_token`` and
+``byte_fallback``), run by ``bpebench.algorithms.pipeline.hf_pipeline``.
 
-The protobuf is parsed here (a small reader for the few ModelProto fields
-needed), so no ``protobuf`` dependency. Loading is linear in the model size;
-the encoding is exact (ids equal ``SentencePieceProcessor.encode``).
+The protobuf is parsed here (a small reader for the few ModelProto fields needed), so
+no ``protobuf`` dependency. Loading is linear in the model size; the encoding is exact
+(ids equal ``SentencePieceProcessor.encode``). UNUSED pieces and
+``treat_whitespace_as_suffix`` are refused with one line.
 """
 
 from __future__ import annotations
 
+import base64
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +40,11 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..kernels.compiled import NEVER
 from bpebench.errors import VocabularyError
+from .byte_alphabet import byte_piece_value
 from .vocabulary import Vocabulary
+
+SPM_SPACE = "\u2581"
 
 # SentencePiece piece types (ModelProto.SentencePiece.Type), the same numbers GGUF uses.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -178,7 +177,7 @@ def read_sentencepiece_model(path: str | Path) -> SentencePieceModel:
 
 # ----------------------------------------------------------------------------- vocabulary
 def normalizer_name(*, add_dummy_prefix: bool, remove_extra_whitespaces: bool) -> str:
-    """The ``bpebench.algorithms.pipeline.pretokenize.NORMALIZERS`` key of this SentencePiece normalizer setting."""
+    """The legacy ``NORMALIZERS`` key of this SentencePiece normalizer setting (GGUF callers)."""
     name = "sentencepiece"
     if remove_extra_whitespaces:
         name += "-collapse"
@@ -187,42 +186,83 @@ def normalizer_name(*, add_dummy_prefix: bool, remove_extra_whitespaces: bool) -
     return name
 
 
-def _byte_piece_value(text: str) -> int | None:
-    """0xXX for a ``<0xXX>`` byte piece, else None."""
-    if len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
-        try:
-            return int(text[3:5], 16)
-        except ValueError:
-            return None
-    return None
+def sentencepiece_pipeline(
+    *,
+    charsmap: bytes = b"",
+    add_dummy_prefix: bool = True,
+    remove_extra_whitespaces: bool = True,
+    escape_whitespaces: bool = True,
+    user_defined: dict[str, int] | None = None,
+    unk_token: str | None = None,
+    byte_fallback: bool = False,
+    control_tokens: Sequence[str] = (),
+) -> dict:
+    """The ``Vocabulary.pipeline`` spec of a SentencePiece BPE model (``hf_pipeline`` runs it)."""
+    user_defined = user_defined or {}
+    decoder = {"type": "SentencePiece", "unk_token": unk_token, "control_tokens": sorted(control_tokens),
+               "add_dummy_prefix": add_dummy_prefix, "remove_extra_whitespaces": remove_extra_whitespaces}
+    model = {"type": "BPE", "token_text": "utf-8", "fuse_unk": True}
+    if unk_token is not None:
+        model["unk_token"] = unk_token
+    if byte_fallback:
+        model["byte_fallback"] = True
+    return {
+        "normalizer": {
+            "type": "SentencePiece",
+            "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii"),
+            "add_dummy_prefix": add_dummy_prefix,
+            "remove_extra_whitespaces": remove_extra_whitespaces,
+            "escape_whitespaces": escape_whitespaces,
+            "user_defined": sorted(user_defined),
+        },
+        "pre_tokenizer": None,
+        "decoder": decoder,
+        "added_tokens": [{"content": text, "id": token_id, "special": False, "normalized": True, "lstrip": False,
+                          "rstrip": False, "single_word": False} for text, token_id in user_defined.items()],
+        "model": model,
+    }
 
 
 def sentencepiece_vocabulary(
     pieces: Sequence[Piece],
     *,
     name: str,
-    normalizer: str,
+    normalizer: str = "sentencepiece-collapse",
     source: str = "",
+    charsmap: bytes = b"",
+    escape_whitespaces: bool = True,
+    byte_fallback: bool | None = None,
 ) -> Vocabulary:
-    """A byte-level ``"ranks"`` Vocabulary equivalent to SentencePiece BPE on these pieces.
+    """A byte-level ``"ranks"`` Vocabulary, with its pipeline, equivalent to SentencePiece BPE on these pieces.
 
-    Shared by the ``.model`` and the GGUF ``llama`` loaders. See the module docstring
-    for how characters, scores and byte pieces are mapped.
+    Shared by the ``.model`` and the GGUF ``llama`` loaders. ``normalizer`` is the legacy
+    name (``sentencepiece``, ``-collapse`` for remove_extra_whitespaces, ``-no-prefix``
+    without the dummy prefix); ``charsmap`` the precompiled normalization map, if any;
+    ``byte_fallback`` whether unknown characters become byte pieces (default: when the
+    model has byte pieces). See the module docstring for how pieces map onto bytes.
     """
+    from .char_units import base_priorities, unit_merges
+
     where = source or name  # errors name the file when there is one
     n = len(pieces)
     tokens: list[bytes] = [b""] * n
-    special_tokens: dict[str, int] = {}
     excluded: set[int] = set()
     byte_pieces: dict[int, int] = {}
+    user_defined: dict[str, int] = {}
+    control: list[int] = []
+    unk_token = None
     owner: dict[bytes, int] = {}  # bytes -> id of the normal piece with those bytes
     for token_id, piece in enumerate(pieces):
         if piece.kind in (UNKNOWN, CONTROL):
             tokens[token_id] = piece.text.encode("utf-8")
-            special_tokens[piece.text] = token_id
             excluded.add(token_id)
+            if piece.kind == UNKNOWN:
+                if unk_token is None:
+                    unk_token = piece.text
+            else:
+                control.append(token_id)
         elif piece.kind == BYTE:
-            value = _byte_piece_value(piece.text)
+            value = byte_piece_value(piece.text)
             if value is None:
                 raise VocabularyError(f"{where}: byte piece {token_id} {piece.text!r} is not of the form <0xXX>")
             if value in byte_pieces:
@@ -231,70 +271,74 @@ def sentencepiece_vocabulary(
                 )
             byte_pieces[value] = token_id
             tokens[token_id] = bytes([value])
-        elif piece.kind == NORMAL:
+            excluded.add(token_id)
+        elif piece.kind in (NORMAL, USER_DEFINED):
             if not piece.text:
                 raise VocabularyError(f"{where}: piece {token_id} is empty")
             data = piece.text.encode("utf-8")
-            if data in owner:
-                raise VocabularyError(f"{where}: duplicate token {piece.text!r} (ids {owner[data]} and {token_id})")
-            owner[data] = token_id
+            if data in owner or piece.text in user_defined:
+                first = owner.get(data, user_defined.get(piece.text))
+                raise VocabularyError(f"{where}: duplicate token {piece.text!r} (ids {first} and {token_id})")
             tokens[token_id] = data
-        elif piece.kind == USER_DEFINED:
-            raise VocabularyError(
-                f"{where}: user-defined piece {piece.text!r} (id {token_id}) is not supported: SentencePiece matches"
-                " these before BPE"
-            )
+            if piece.kind == USER_DEFINED:
+                user_defined[piece.text] = token_id  # matched in the text before BPE, never merged
+                excluded.add(token_id)
+            else:
+                owner[data] = token_id
         elif piece.kind == UNUSED:
-            raise VocabularyError(f"{where}: unused piece {piece.text!r} (id {token_id}) is not supported")
+            raise VocabularyError(f"{where}: unused piece {piece.text!r} (id {token_id}) is not supported"
+                                  " (SentencePiece merges into it and splits it again)")
         else:
             raise VocabularyError(f"{where}: piece {token_id} {piece.text!r} has unknown type {piece.kind}")
-    for value, token_id in byte_pieces.items():
-        if bytes([value]) in owner:
-            excluded.add(token_id)  # the normal piece is what BPE uses for this byte
-
-    priority = np.full(n, NEVER, dtype=np.int64)
-    # 1. characters of 2-4 bytes are base units: assembled from bytes before any real merge
-    hidden_ids: dict[bytes, int] = {}
-    units: list[tuple[int, int]] = []  # (byte length, id)
+    # a character that is not a piece must not occur inside one: SentencePiece would still merge it
+    known_chars = {pieces[i].text for i in owner.values() if len(pieces[i].text) == 1}
     for data, token_id in owner.items():
-        if len(data) == 1:
-            priority[token_id] = -1
-        elif len(pieces[token_id].text) == 1:
-            units.append((len(data), token_id))
-            for k in range(2, len(data)):
-                prefix = data[:k]
-                if prefix not in hidden_ids:
-                    hidden_ids[prefix] = n + len(hidden_ids)
-                    units.append((k, hidden_ids[prefix]))
-    for value, token_id in byte_pieces.items():
-        if token_id not in excluded:
-            priority[token_id] = -1
-    hidden_tokens = sorted(hidden_ids, key=hidden_ids.__getitem__)
-    tokens.extend(hidden_tokens)
-    priority = np.concatenate([priority, np.zeros(len(hidden_tokens), dtype=np.int64)])
-    units.sort()  # shorter prefixes first, so each unit's parts are formed before it
-    for rank, (_, token_id) in enumerate(units):
-        priority[token_id] = rank
-    # 2. real merges: higher score first; equal scores share a priority, so that BPE takes
-    #    the leftmost of them, as SentencePiece does
-    merged = [i for d, i in owner.items() if len(d) > 1 and len(pieces[i].text) > 1]
+        text = pieces[token_id].text
+        if len(text) > 1 and not set(text) <= known_chars:
+            missing = next(c for c in text if c not in known_chars)
+            raise VocabularyError(f"{where}: piece {token_id} {text!r} contains {missing!r}, which is not a piece"
+                                  " itself; SentencePiece's merging of unknown characters is not reproduced")
+
+    chars = [i for d, i in owner.items() if len(pieces[i].text) == 1 and len(d) > 1]
+    extra, units = unit_merges(tokens, chars, excluded)
+    tokens.extend(extra)
+    hidden = set(range(n, len(tokens)))
+    priority = base_priorities(tokens, excluded)
+    for rank, (_, _, merged) in enumerate(units):
+        priority[merged] = rank
+    # real merges: higher score first; equal scores share a priority, so that BPE takes
+    # the leftmost of them, as SentencePiece does
+    merged = [i for d, i in owner.items() if len(pieces[i].text) > 1]
     scores = np.array([pieces[i].score for i in merged], dtype=np.float64)
     distinct = np.unique(-scores)  # sorted: best (highest) score first
     priority[merged] = len(units) + np.searchsorted(distinct, -scores)
 
+    if byte_fallback is None:
+        byte_fallback = bool(byte_pieces)
+    spec = sentencepiece_pipeline(
+        charsmap=charsmap,
+        add_dummy_prefix="no-prefix" not in normalizer,
+        remove_extra_whitespaces="collapse" in normalizer,
+        escape_whitespaces=escape_whitespaces,
+        user_defined=user_defined,
+        unk_token=unk_token,
+        byte_fallback=byte_fallback and len(byte_pieces) == 256,
+        control_tokens=[pieces[i].text for i in control],
+    )
     return Vocabulary(
         name=name,
         tokens=tokens,
         priority=priority,
         rule="ranks",
-        special_tokens=special_tokens,
+        special_tokens={},
         pattern=None,
-        normalizer=normalizer,
+        normalizer="pipeline",
         excluded=frozenset(excluded),
-        hidden=frozenset(hidden_ids.values()),
-        byte_fallback={value: token_id for value, token_id in byte_pieces.items()} or None,
+        hidden=frozenset(hidden),
+        byte_fallback=dict(byte_pieces) or None,
         whole_piece_lookup=False,
         source=source,
+        pipeline=spec,
     )
 
 
@@ -306,13 +350,15 @@ def load_sentencepiece(path: str | Path, *, name: str | None = None) -> Vocabula
     if model.model_type != 2:
         kind = MODEL_TYPES.get(model.model_type, f"type {model.model_type}")
         raise VocabularyError(f"{path}: a SentencePiece {kind} model; only BPE models can be loaded")
-    if model.precompiled_charsmap or model.normalizer_name not in ("identity", ""):
-        raise VocabularyError(
-            f"{path}: SentencePiece normalizer {model.normalizer_name or 'custom'!r} is not supported"
-            " (only 'identity'; NFKC rule tables are not reproduced)"
-        )
-    if not model.escape_whitespaces or model.treat_whitespace_as_suffix:
-        raise VocabularyError(f"{path}: escape_whitespaces=false / treat_whitespace_as_suffix are not supported")
+    if model.treat_whitespace_as_suffix:
+        raise VocabularyError(f"{path}: treat_whitespace_as_suffix is not supported")
+    if model.precompiled_charsmap:
+        from ..pipeline.charsmap import CharsMap
+
+        CharsMap(model.precompiled_charsmap, where=str(path))  # a damaged map is refused at load
     normalizer = normalizer_name(add_dummy_prefix=model.add_dummy_prefix,
                                  remove_extra_whitespaces=model.remove_extra_whitespaces)
-    return sentencepiece_vocabulary(model.pieces, name=label, normalizer=normalizer, source=str(path))
+    return sentencepiece_vocabulary(model.pieces, name=label, normalizer=normalizer, source=str(path),
+                                    charsmap=model.precompiled_charsmap,
+                                    escape_whitespaces=model.escape_whitespaces,
+                                    byte_fallback=model.byte_fallback)

@@ -21,6 +21,7 @@ produce are reported by :meth:`Vocabulary.problems` instead of failing later.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, Sequence
@@ -53,6 +54,10 @@ class Vocabulary:
             that every multi-byte base unit is a merge of two tokens (SentencePiece
             characters of 3 or 4 bytes need one or two such partial tokens).
         byte_fallback: byte value -> id to emit for a hidden token's bytes, if any.
+        pipeline: HF-tokenizers-shaped components (``normalizer``, ``pre_tokenizer``, ``decoder``,
+            ``added_tokens``, ``model`` options; see ``bpebench.algorithms.pipeline.hf_pipeline``),
+            or None for the plain tiktoken-style pipeline (``pattern`` + ``normalizer``). When
+            ``normalizer`` is ``"pipeline"`` the Tokenizer runs these components.
         whole_piece_lookup: the Tokenizer emits a pre-tokenized piece that is itself a
             token directly, without BPE (what tiktoken and HF ``ignore_merges`` do;
             identical to BPE unless the vocabulary has unreachable tokens).
@@ -72,6 +77,7 @@ class Vocabulary:
     byte_fallback: dict[int, int] | None = None
     whole_piece_lookup: bool = True
     source: str = ""
+    pipeline: dict | None = None
 
     def __post_init__(self) -> None:
         self.priority = np.ascontiguousarray(self.priority, dtype=np.int64)
@@ -215,6 +221,8 @@ class Vocabulary:
             for pair, (prio, merged) in sorted(self.merges.items()):
                 h.update(np.array([*pair, prio, merged], dtype=np.int64).tobytes())
         h.update(repr(sorted(self.excluded)).encode())
+        if self.pipeline is not None:
+            h.update(json.dumps(self.pipeline, sort_keys=True).encode())
         return h.hexdigest()[:24]
 
     # ---------------------------------------------------------------- validation

@@ -53,6 +53,10 @@ def split_text(vocabulary: Vocabulary, text: str) -> list[bytes]:
     normalizer), as UTF-8 pieces: the inputs an encoder sees inside the pipeline."""
     from .pretokenize import NORMALIZERS, RegexPretokenizer, WholeText
 
+    if vocabulary.normalizer not in NORMALIZERS:  # a component pipeline (tokenizer.json, SentencePiece)
+        from .hf_pipeline import HFPipeline
+
+        return HFPipeline(vocabulary, None).piece_bytes(text)
     normalize, _ = NORMALIZERS[vocabulary.normalizer]
     splitter = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
     return [p.encode("utf-8", "surrogatepass") for p in splitter.split(normalize(text))]

@@ -275,6 +275,9 @@ def _split_tokenizer(tokenizer, text: str, n: int) -> int:
 
 
 def _count_till_limit_tokenizer(tokenizer, text: str, limit: int) -> int | None:
+    if tokenizer.vocabulary.normalizer not in NORMALIZERS:  # a component pipeline: no piece arithmetic
+        total = tokenizer.count(text)
+        return total if total <= limit else None
     normalize = NORMALIZERS[tokenizer.vocabulary.normalizer][0]
     pieces = tokenizer.pretokenizer.split(normalize(text)) if text else []
     total = 0

@@ -1,7 +1,9 @@
 """Pre-tokenizers: split text into the pieces BPE runs on, and normalizers that run first.
 
-``RegexPretokenizer`` is the reference: ``regex.findall`` with the vocabulary's
-pattern, exactly what tiktoken and HF tokenizers do. A compiled scanner
+``RegexPretokenizer`` is the reference for tiktoken-style vocabularies: every whole
+match of the vocabulary's pattern in order, text between matches dropped, which is
+what tiktoken does (and HF too for the covering patterns of ``formats/patterns.py``;
+other ``tokenizer.json`` splits run HF's own semantics, see ``pretokenizers.py``). A compiled scanner
 (``bpebench.algorithms.pipeline.pretokenize_compiled``) must split identically.
 """
 
@@ -14,6 +16,7 @@ import regex
 
 from bpebench.errors import BpebenchError
 from ..formats.patterns import resolve_pattern
+from .text_pieces import regex_timeout
 
 SPM_SPACE = "\u2581"  # SentencePiece's visible space "▁"
 
@@ -33,7 +36,15 @@ class RegexPretokenizer:
             raise BpebenchError(f"bad pre-tokenizer pattern {pattern!r}: {exc}") from None
 
     def split(self, text: str) -> list[str]:
-        return self._regex.findall(text)
+        """The whole matches, in order (tiktoken: text no match covers is dropped)."""
+        try:
+            if self._regex.groups == 0:
+                return self._regex.findall(text, timeout=regex_timeout())
+            # findall would return the groups: take each whole match instead
+            return [m.group() for m in self._regex.finditer(text, timeout=regex_timeout())]
+        except TimeoutError:
+            raise BpebenchError(f"pre-tokenizer pattern {self.pattern!r} ran longer than {regex_timeout():g} s"
+                                " (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more") from None
 
 
 class WholeText:

@@ -85,6 +85,22 @@ def _common_prefix(strings: Collection[str]) -> str:
     return first[:n]
 
 
+def _carve_none(token) -> bool:
+    return False
+
+
+class _ComponentPieces:
+    """``split(text)`` of a component pipeline: the pieces the BPE model sees (added tokens left out)."""
+
+    pattern = None
+
+    def __init__(self, pipeline) -> None:
+        self._pipeline = pipeline
+
+    def split(self, text: str) -> list[str]:
+        return [p.text for p in self._pipeline.pieces(text, _carve_none) if p.token is None]
+
+
 class Tokenizer:
     """Encode text with a vocabulary, a pre-tokenizer and any Encoder.
 
@@ -113,6 +129,10 @@ class Tokenizer:
 
             vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = vocabulary
+        self._hf = None
+        if vocabulary.pipeline is not None and vocabulary.normalizer == "pipeline":
+            self._init_component_pipeline(vocabulary, algorithm, pretokenizer)
+            return
         if isinstance(algorithm, Encoder):
             self.encoder = algorithm
         else:
@@ -147,6 +167,38 @@ class Tokenizer:
         # every special token starts with this (tiktoken's "<|"): a text without it has none
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
+
+    def _init_component_pipeline(self, vocabulary: Vocabulary, algorithm, pretokenizer) -> None:
+        """The HF-semantics component pipeline of ``vocabulary.pipeline`` (see ``hf_pipeline``)."""
+        from .hf_pipeline import HFPipeline
+
+        if pretokenizer not in (None, "regex"):
+            raise BpebenchError(f"{vocabulary.name}: its own component pipeline runs, which has no compiled"
+                                f" pre-tokenizer; pretokenizer={pretokenizer!r} cannot replace it")
+        if isinstance(algorithm, Encoder):
+            self.encoder = algorithm
+        else:
+            model = (vocabulary.pipeline or {}).get("model") or {}
+            # symbol-level models (a continuing-subword prefix or end-of-word suffix) merge in the
+            # pipeline itself; the encoder is then only nominal
+            symbol_level = bool(model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"))
+            default = "naive" if symbol_level else default_encoder_name(vocabulary)
+            self.encoder = make_encoder(algorithm or default, vocabulary)
+        self._hf = HFPipeline(vocabulary, self.encoder)
+        self.pretokenizer = _ComponentPieces(self._hf)
+        self._fused = None
+        self._normalize = self._denormalize = None
+        specials = vocabulary.special_tokens
+        self._special_regex = _literal_regex(frozenset(specials)) if specials else None
+        self._special_prefix = _common_prefix(specials) if specials else ""
+        self._lookup = None
+
+    @property
+    def components(self) -> dict[str, str]:
+        """The components this Tokenizer's vocabulary uses, one line each (see ``describe_pipeline``)."""
+        from .hf_pipeline import describe_pipeline
+
+        return describe_pipeline(self.vocabulary)
 
     def _encoder_is_fusable(self) -> bool:
         from ..backtracking import BacktrackingEncoder
@@ -189,7 +241,9 @@ class Tokenizer:
     def eot_token(self) -> int:
         """The id of the end-of-text special token (``<|endoftext|>``, or the vocabulary's own
         end-of-sequence token such as SentencePiece's ``</s>``); KeyError when there is none."""
-        specials = self.vocabulary.special_tokens
+        from .hf_pipeline import control_token_ids
+
+        specials = control_token_ids(self.vocabulary)
         for literal in ("<|endoftext|>", "</s>", "<|end_of_text|>", "<|im_end|>", "<eos>"):
             if literal in specials:
                 return specials[literal]
@@ -209,6 +263,8 @@ class Tokenizer:
         fused pipeline, or a list from the reference path."""
         if not text:
             return []
+        if self._hf is not None:
+            return self._hf.encode(valid_text(text), _carve_none)
         text = self._normalize(text)
         if self._fused is not None:
             return self._fused.encode_utf8(utf8(text))
@@ -218,6 +274,8 @@ class Tokenizer:
         """Encode ``text`` treating special-token literals as plain text."""
         if self._fused is not None and text:
             return self._fused.encode_list(utf8(self._normalize(text)))
+        if self._hf is not None:
+            return self._hf.encode(valid_text(text), _carve_none)
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
@@ -296,6 +354,11 @@ class Tokenizer:
         permitted (``disallowed_special=()``) raises DisallowedSpecialError.
         """
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
+        if self._hf is not None:
+            # added tokens may match after normalization: allow by name, not by what the raw text shows
+            allowed = frozenset(self.vocabulary.special_tokens) if allowed_special == "all" else frozenset(
+                allowed_special)
+            return self._hf.encode(valid_text(text), lambda token: token.content in allowed)
         out: list[int] = []
         for segment in self._segments(text, allowed):
             if isinstance(segment, int):
@@ -382,7 +445,13 @@ class Tokenizer:
         return self.vocabulary.decode_bytes(ids)
 
     def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
-        """Text of ``ids``; invalid UTF-8 is replaced (``errors`` as in ``bytes.decode``)."""
+        """Text of ``ids``; invalid UTF-8 is replaced (``errors`` as in ``bytes.decode``).
+
+        With a component pipeline this is HF's ``decode(ids, skip_special_tokens=False)``
+        (the vocabulary's decoder; ``errors`` does not apply)."""
+        if self._hf is not None:
+            self.vocabulary.check_ids(ids)
+            return self._hf.decode(ids)
         return self._denormalize(self.decode_bytes(ids).decode("utf-8", errors))
 
     def decode_single_token_bytes(self, token: int) -> bytes:

@@ -55,8 +55,6 @@ from ..kernels.matching import _preorder_trie
 #: width of the token and subtree-size fields; num_parents has the top 8 bits
 FIELD_BITS = 24
 MAX_DEPTH = 255
-#: what SentencePiece writes for a space inside its tokens
-SPM_SPACE = "\u2581".encode()
 
 
 class DfsTrie(NamedTuple):
@@ -119,14 +117,16 @@ def surface_tokens(vocab) -> list[bytes | None]:
     """Per id of ``vocab``, the bytes the token stands for in text, or None for ids no text
     spells (hidden helper tokens, empty tokens, special tokens such as SentencePiece's
     ``<s>``, which sit among the ordinary ids there)."""
-    spm = vocab.normalizer == "sentencepiece"
-    left_out = set(vocab.hidden) | set(vocab.special_ids)
+    from ..pipeline.hf_pipeline import control_token_ids, space_symbol
+
+    space = space_symbol(vocab)
+    left_out = set(vocab.hidden) | set(control_token_ids(vocab).values())
     out: list[bytes | None] = []
     for i, token in enumerate(vocab.tokens):
         if not token or i in left_out:
             out.append(None)
         else:
-            out.append(token.replace(SPM_SPACE, b" ") if spm else token)
+            out.append(token.replace(space, b" ") if space else token)
     return out
 
 

@@ -2,6 +2,7 @@
 
 * ``spm_proto``: a SentencePiece ModelProto written field by field (independent of
   the reader in ``bpebench.algorithms.formats.sentencepiece_model``), for small or defective models;
+* ``issue25_fixture``: ``bytelevel_bpe.json`` with another Split pattern (issue 25);
 * ``gguf_from_hf_fixture`` / ``gguf_from_spm_fixture``: GGUF files (``gguf.GGUFWriter``)
   holding the tokenizer of ``bytelevel_bpe.json`` / ``spm_bpe.model``, as llama.cpp's
   converters write them.
@@ -28,6 +29,23 @@ def hf_json() -> dict:
     return json.loads(HF_FIXTURE.read_text(encoding="utf-8"))
 
 
+#: issue 25: ``bytelevel_bpe.json`` with a Split pattern that has groups / that matches empty strings
+ISSUE25_PATTERNS = {
+    "hf_issue25_groups": r"'(s|t|re|ve|m|ll|d)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+    "hf_issue25_empty": "x*",
+}
+
+
+def issue25_fixture(directory: Path, name: str) -> Path:
+    """Write ``name`` (a key of ``ISSUE25_PATTERNS``) into ``directory``; the golden ids of
+    ``pipelines/golden_pipelines.json`` are HF's for exactly this file."""
+    data = hf_json()
+    data["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"Regex": ISSUE25_PATTERNS[name]}
+    path = Path(directory) / f"{name}.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
 # ----------------------------------------------------------------------------- SentencePiece protobuf
 def _varint(n: int) -> bytes:
     out = bytearray()
@@ -47,13 +65,13 @@ def _field(number: int, value: int | bytes | float) -> bytes:
 
 
 def spm_proto(pieces: list[tuple[str, float, int]], *, model_type: int = 2, byte_fallback: bool = True,
-              normalizer: str = "identity", add_dummy_prefix: bool = True) -> bytes:
+              normalizer: str = "identity", add_dummy_prefix: bool = True, suffix_whitespace: bool = False) -> bytes:
     """A ModelProto written by hand (independent of the reader under test)."""
     out = b"".join(
         _field(1, _field(1, text.encode()) + _field(2, float(score)) + _field(3, kind))
         for text, score, kind in pieces
     )
-    out += _field(2, _field(3, model_type) + _field(35, int(byte_fallback)))
+    out += _field(2, _field(3, model_type) + _field(35, int(byte_fallback)) + _field(24, int(suffix_whitespace)))
     out += _field(3, _field(1, normalizer.encode()) + _field(3, int(add_dummy_prefix)) + _field(4, 0))
     return out
 

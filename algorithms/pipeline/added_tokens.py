@@ -1,0 +1,135 @@
+"""Added tokens with HF ``tokenizers`` semantics: carving them out of the text before BPE.
+
+``tokenizer.json``'s ``added_tokens`` entries (``content``, ``id``, ``special``,
+``normalized``, ``lstrip``, ``rstrip``, ``single_word``) are matched as HF's
+``AddedVocabulary::extract_and_normalize`` matches them:
+
+1. tokens with ``normalized: false`` are found in the raw text;
+2. every stretch between them is normalized, and tokens with ``normalized: true`` are
+   found in the normalized stretch (their content normalized the same way).
+
+Matching is leftmost-longest over all contents (HF's Aho-Corasick). A match of a
+``special`` token that the caller does not want carved (HF's
+``encode_special_tokens``, tiktoken's ``allowed_special``) is skipped but still
+consumed, as is a ``single_word`` match touching a word character (``\\w``) on either
+side. ``lstrip`` widens a match over the whitespace before it (never into the previous
+match), ``rstrip`` over the whitespace after it.
+
+SentencePiece's user-defined pieces are the same mechanism with ``normalized: true``
+and a normalizer that leaves them verbatim.
+
+Complexity: one regex scan per stretch. Exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from bpebench.errors import VocabularyError
+from .text_pieces import Piece
+
+_STARTS_WITH_WORD = regex.compile(r"\w")
+_TRAILING_SPACE = regex.compile(r"\s*\Z")
+_LEADING_SPACE = regex.compile(r"\s*")
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    content: str
+    id: int
+    special: bool = False
+    normalized: bool = True
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+
+    @classmethod
+    def from_spec(cls, entry: dict, where: str) -> "AddedToken":
+        content, token_id = entry.get("content"), entry.get("id")
+        if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+            raise VocabularyError(f"{where}: added token {entry!r} needs a 'content' string and a non-negative 'id'")
+        flags = {k: bool(entry.get(k, default)) for k, default in
+                 (("special", False), ("normalized", not entry.get("special", False)), ("lstrip", False),
+                  ("rstrip", False), ("single_word", False))}
+        return cls(content, token_id, **flags)
+
+    def flags(self) -> str:
+        on = [k for k in ("special", "normalized", "lstrip", "rstrip", "single_word") if getattr(self, k)]
+        return ",".join(on) or "-"
+
+
+class _Matcher:
+    """Leftmost-longest matching of a set of literals, each mapped to its token."""
+
+    def __init__(self, tokens: list[tuple[str, AddedToken]]) -> None:
+        self.by_text: dict[str, AddedToken] = {}
+        for text, token in tokens:
+            if text and text not in self.by_text:
+                self.by_text[text] = token
+        literals = sorted(self.by_text, key=len, reverse=True)
+        self.regex = regex.compile("|".join(map(regex.escape, literals))) if literals else None
+
+    def split(self, piece: Piece, carve_special) -> list[Piece]:
+        """``piece`` cut around the tokens found in it (HF ``AddedVocabulary::find_matches``)."""
+        text = piece.text
+        if self.regex is None or not text:
+            return [piece]
+        out: list[Piece] = []
+        start_offset = 0
+        n = len(text)
+        for m in self.regex.finditer(text):
+            start, stop = m.span()
+            token = self.by_text[m.group()]
+            if token.special and not carve_special(token):
+                continue
+            if token.single_word:
+                start_space = start == 0 or not _STARTS_WITH_WORD.match(text, start - 1)
+                stop_space = stop == n or not _STARTS_WITH_WORD.match(text, stop)
+                if not (start_space and stop_space):
+                    continue
+            if token.lstrip:
+                start = max(_TRAILING_SPACE.search(text, 0, start).start(), start_offset)
+            if token.rstrip:
+                stop = _LEADING_SPACE.match(text, stop).end()
+            if start_offset < start:
+                out.append(piece.slice(start_offset, start))
+            carved = piece.slice(start, stop)
+            carved.token = token.id
+            out.append(carved)
+            start_offset = stop
+        if start_offset < n:
+            out.append(piece.slice(start_offset, n) if start_offset else piece)
+        return out
+
+
+class AddedVocabulary:
+    """The added tokens of a pipeline and how to carve them."""
+
+    def __init__(self, tokens: list[AddedToken], normalizer=None) -> None:
+        self.tokens = tokens
+        self.normalizer = normalizer
+        self.raw = _Matcher([(t.content, t) for t in tokens if not t.normalized])
+        normalize = normalizer.normalize_added_token if normalizer is not None else (lambda s: s)
+        self.normalized = _Matcher([(normalize(t.content), t) for t in tokens if t.normalized])
+        self.specials = {t.content for t in tokens if t.special}
+
+    def extract_and_normalize(self, text: str, *, carve_special, track_offsets: bool = False) -> list[Piece]:
+        """``text`` as pieces: carved tokens (``Piece.token`` set) and normalized stretches."""
+        whole = Piece(text, 0, list(range(len(text))) if track_offsets else None)
+        out: list[Piece] = []
+        for part in self.raw.split(whole, carve_special):
+            if part.token is not None:
+                out.append(part)
+                continue
+            if self.normalizer is not None:
+                part = self.normalizer.normalize(part)
+            # HF slices the normalized stretch even when nothing is carved from it, which sets
+            # its start to the first original offset its characters come from
+            for sub in self.normalized.split(part, carve_special) if self.normalized.regex else [part]:
+                if sub is part and part.align is not None and part.text:
+                    sub = part.slice(0, len(part.text))
+                if sub.text or sub.token is not None:
+                    out.append(sub)
+        return out

@@ -1,0 +1,189 @@
+"""HF's BPE model step (``models::bpe::BPE::tokenize``) on one pre-tokenized piece.
+
+HF starts a piece from its characters: each character's string (with
+``continuing_subword_prefix`` in front of all but the first, ``end_of_word_suffix``
+after the last) is looked up in the model vocabulary; a character that is not a token
+becomes its ``<0xXX>`` byte tokens (``byte_fallback``, when all of them exist) or the
+unknown token (consecutive ones fused into one with ``fuse_unk``), and is dropped when
+there is no unknown token. Then the listed merges run, best rank first, leftmost on
+ties. ``ignore_merges`` first emits a piece that is itself a token as that token.
+SentencePiece's BPE is the same with ``fuse_unk`` on.
+
+Two ways through, with the same ids:
+
+* without prefix or suffix, the piece's runs of known characters go to the Tokenizer's
+  :class:`~bpebench.algorithms.core.encoder.Encoder` as bytes (each character of a
+  byte-level vocabulary is one byte; a multi-byte character of a character-level
+  vocabulary is assembled from its bytes by helper merges that run before every real
+  one, see ``formats/char_units.py``), and the unknown characters between the runs
+  are emitted here. No merge involves an unknown or byte-fallback token (the loader
+  checks), so the runs are independent;
+* with a prefix or suffix, a token is no longer the concatenation of its parts'
+  bytes (HF merges ``a`` + ``##b`` into ``ab``), so the characters' symbols are merged
+  here, in Python, over the vocabulary's id-pair merge table.
+
+Complexity: the first way is the encoder's; the second O(n^2) per piece (pieces are
+words). Exact (ids equal HF's, the loader refuses what it cannot reproduce).
+"""
+
+from __future__ import annotations
+
+import regex
+
+from bpebench.errors import VocabularyError
+from ..formats.byte_alphabet import bytes_to_unicode
+from ..formats.vocabulary import Vocabulary
+
+
+def token_texts(vocabulary: Vocabulary, token_text: str) -> list[str | None]:
+    """The HF string of every token id (None for helper ids that are not in the file)."""
+    table = bytes_to_unicode()
+    fallback = {token_id: value for value, token_id in (vocabulary.byte_fallback or {}).items()}
+    texts: list[str | None] = []
+    hidden = vocabulary.hidden
+    for token_id, data in enumerate(vocabulary.tokens):
+        if token_id in hidden:
+            texts.append(None)
+        elif token_id in fallback:
+            texts.append(f"<0x{fallback[token_id]:02X}>")
+        elif token_text == "byte_level" and token_id not in vocabulary.excluded:
+            texts.append("".join(table[b] for b in data))
+        else:
+            texts.append(data.decode("utf-8", "replace"))
+    return texts
+
+
+class BPEModel:
+    """The model step of one vocabulary; ``tokenize(piece) -> ids``."""
+
+    def __init__(self, vocabulary: Vocabulary, options: dict, encoder=None) -> None:
+        self.vocabulary = vocabulary
+        self.encoder = encoder
+        self.token_text = options.get("token_text", "byte_level")
+        self.texts = token_texts(vocabulary, self.token_text)
+        excluded = vocabulary.excluded
+        fallback_ids = set((vocabulary.byte_fallback or {}).values())
+        #: HF's model vocabulary: string -> id (tokens BPE can produce, and the byte-fallback tokens)
+        self.ids: dict[str, int] = {}
+        for token_id, text in enumerate(self.texts):
+            if text is not None and (token_id not in excluded or token_id in fallback_ids):
+                self.ids.setdefault(text, token_id)
+        self.ignore_merges = bool(options.get("ignore_merges", False))
+        self.fuse_unk = bool(options.get("fuse_unk", False))
+        self.byte_fallback = bool(options.get("byte_fallback", False))
+        self.prefix = options.get("continuing_subword_prefix") or ""
+        self.suffix = options.get("end_of_word_suffix") or ""
+        unk = options.get("unk_token")
+        self.unk_id = None
+        if unk is not None:
+            self.unk_id = self.ids.get(unk)
+            if self.unk_id is None:  # an unknown token that is also an added token
+                self.unk_id = next((i for i, t in enumerate(self.texts) if t == unk), None)
+            if self.unk_id is None:
+                raise VocabularyError(f"{vocabulary.name}: unk_token {unk!r} is not in the vocabulary")
+        self.byte_ids = {b: self.ids.get(f"<0x{b:02X}>") for b in range(256)} if self.byte_fallback else {}
+        known = [t for t in self.ids if len(t) == 1 and self.ids[t] not in fallback_ids]
+        self.known = frozenset(known)
+        self._unknown = regex.compile("[^" + "".join(regex.escape(c) for c in sorted(known)) + "]") if known \
+            else regex.compile(r"[\s\S]")
+        if self.token_text == "byte_level":
+            table = bytes_to_unicode()
+            self._to_latin1 = str.maketrans({c: chr(b) for b, c in table.items()})
+        self.symbol_level = bool(self.prefix or self.suffix)
+
+    # ------------------------------------------------------------------ characters
+    def _to_bytes(self, text: str) -> bytes:
+        if self.token_text == "byte_level":
+            return text.translate(self._to_latin1).encode("latin-1")
+        return text.encode("utf-8", "surrogatepass")
+
+    def _unknown_ids(self, char_text: str) -> list[int] | None:
+        """Byte-fallback ids of an unknown symbol, or None when they are not all tokens."""
+        if not self.byte_fallback:
+            return None
+        ids = [self.byte_ids.get(b) for b in char_text.encode("utf-8", "surrogatepass")]
+        return None if any(i is None for i in ids) else ids
+
+    def tokenize(self, piece: str) -> list[int]:
+        if self.ignore_merges:
+            whole = self.ids.get(piece)
+            if whole is not None:
+                return [whole]
+        if self.symbol_level:
+            return self._merge_word(piece)
+        if not self._unknown.search(piece):
+            return self.encoder.encode(self._to_bytes(piece))
+        out: list[int] = []
+        pending_unk = 0  # unknown characters waiting to be emitted (HF adds the unk lazily)
+        run_start = None
+        encode = self.encoder.encode
+        for i, c in enumerate(piece):
+            if c in self.known:
+                if pending_unk:
+                    out.extend(self._unk(pending_unk))
+                    pending_unk = 0
+                if run_start is None:
+                    run_start = i
+                continue
+            if run_start is not None:
+                out.extend(encode(self._to_bytes(piece[run_start:i])))
+                run_start = None
+            fallback = self._unknown_ids(c)
+            if fallback is not None:
+                out.extend(fallback)  # HF adds them at once, before a pending unk
+            elif self.unk_id is not None:
+                if pending_unk and not self.fuse_unk:
+                    out.extend(self._unk(pending_unk))
+                    pending_unk = 0
+                pending_unk += 1
+        if run_start is not None:
+            # a pending unk is emitted before the known characters that follow it
+            out.extend(encode(self._to_bytes(piece[run_start:])))
+        if pending_unk:
+            out.extend(self._unk(pending_unk))
+        return out
+
+    def _unk(self, count: int) -> list[int]:
+        return [self.unk_id] if self.fuse_unk else [self.unk_id] * count
+
+    # ------------------------------------------------------------------ symbol level
+    def _merge_word(self, word: str) -> list[int]:
+        """HF ``BPE::merge_word`` and ``Word::merge_all`` over ids."""
+        symbols: list[int] = []
+        pending_unk = 0
+        last = len(word) - 1
+        for i, c in enumerate(word):
+            s = c
+            if i and self.prefix:
+                s = self.prefix + s
+            if i == last and self.suffix:
+                s = s + self.suffix
+            token_id = self.ids.get(s)
+            if token_id is not None:
+                if pending_unk:
+                    symbols.extend(self._unk(pending_unk))
+                    pending_unk = 0
+                symbols.append(token_id)
+                continue
+            fallback = self._unknown_ids(s)
+            if fallback is not None:
+                symbols.extend(fallback)
+            elif self.unk_id is not None:
+                if pending_unk and not self.fuse_unk:
+                    symbols.extend(self._unk(pending_unk))
+                    pending_unk = 0
+                pending_unk += 1
+        if pending_unk:
+            symbols.extend(self._unk(pending_unk))
+        merges = self.vocabulary.merges or {}
+        while len(symbols) > 1:
+            best = None
+            for k in range(len(symbols) - 1):
+                found = merges.get((symbols[k], symbols[k + 1]))
+                if found is not None and (best is None or found[0] < best[0]):
+                    best = (found[0], k, found[1])
+            if best is None:
+                break
+            _, k, merged = best
+            symbols[k : k + 2] = [merged]
+        return symbols

@@ -1,0 +1,226 @@
+"""A vocabulary's whole pipeline, composed from its ``pipeline`` spec as HF composes it.
+
+``Vocabulary.pipeline`` is plain JSON-able data shaped like a ``tokenizer.json``::
+
+    {"normalizer": {...} | None, "pre_tokenizer": {...} | None, "decoder": {...} | None,
+     "added_tokens": [{"content", "id", "special", "normalized", "lstrip", "rstrip", "single_word"}, ...],
+     "model": {"type": "BPE", "unk_token", "fuse_unk", "byte_fallback", "ignore_merges",
+               "continuing_subword_prefix", "end_of_word_suffix", "token_text": "byte_level" | "utf-8"}}
+
+Anything that can write ``tokenizer.json``-shaped dicts can describe its pipeline this
+way; the one bpebench key is ``model.token_text``, which says how the file's token
+strings map onto the vocabulary's bytes (byte-level alphabet or UTF-8), and the one
+bpebench component is the ``SentencePiece`` normalizer (see ``normalizers``).
+
+:class:`HFPipeline` runs it, as ``tokenizers.Tokenizer.encode(text, add_special_tokens=False)``
+does: added tokens carved (the ones with ``normalized: false`` from the raw text) ->
+normalizer on each stretch between them (then the ``normalized: true`` tokens carved)
+-> pre-tokenizer -> the BPE model on each piece. :func:`plain_form` says when the
+pipeline is exactly what the Tokenizer's fast path does (a tiktoken-style pattern, NFC
+or nothing, special tokens as plain literals), so such files keep the fused pipeline.
+
+Complexity: linear in the text plus the encoder's cost. Exact.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from bpebench.errors import VocabularyError
+from ..formats.patterns import PATTERNS
+from ..formats.vocabulary import Vocabulary
+from .added_tokens import AddedToken, AddedVocabulary
+from .bpe_model import BPEModel
+from .decoders import build_decoder
+from .normalizers import build_normalizer, describe_spec
+from .pretokenizers import build_pre_tokenizer
+
+
+def _leaves(spec: dict | None, key: str) -> list[dict]:
+    if not spec:
+        return []
+    if spec.get("type") == "Sequence":
+        return [leaf for child in spec.get(key) or [] for leaf in _leaves(child, key)]
+    return [spec]
+
+
+def plain_form(spec: dict | None, *, all_bytes: bool = True) -> tuple[str | None, str] | None:
+    """``(pattern name, normalizer name)`` when the pipeline is exactly the Tokenizer's plain
+    path (a known covering pattern split + byte-level BPE, NFC or no normalizer, only special
+    tokens matched as literals, no model options that change ids), else None."""
+    if spec is None:
+        return None
+    model = spec.get("model") or {}
+    if model.get("token_text", "byte_level") != "byte_level" or model.get("continuing_subword_prefix") \
+            or model.get("end_of_word_suffix") or not all_bytes:
+        return None
+    normalizers = [n.get("type") for n in _leaves(spec.get("normalizer"), "normalizers")]
+    if normalizers not in ([], ["NFC"]):
+        return None
+    parts = _leaves(spec.get("pre_tokenizer"), "pretokenizers")
+    pattern = None
+    if len(parts) == 1 and parts[0].get("type") == "ByteLevel":
+        if parts[0].get("add_prefix_space", True) or not parts[0].get("use_regex", True):
+            return None
+        pattern = "gpt2"
+    elif len(parts) == 2 and [p.get("type") for p in parts] == ["Split", "ByteLevel"]:
+        split, byte_level = parts
+        regex_text = (split.get("pattern") or {}).get("Regex")
+        if (split.get("behavior", "Isolated") != "Isolated" or split.get("invert", False)
+                or byte_level.get("add_prefix_space", True) or byte_level.get("use_regex", True)):
+            return None
+        pattern = next((name for name, known in PATTERNS.items() if known == regex_text), None)
+    if pattern is None:
+        return None
+    for entry in spec.get("added_tokens") or []:
+        if not entry.get("special") or entry.get("lstrip") or entry.get("rstrip") or entry.get("single_word"):
+            return None
+        if entry.get("normalized") and normalizers:
+            return None
+    return pattern, "nfc" if normalizers else "none"
+
+
+def validate_spec(spec: dict, where: str) -> None:
+    """Build every component once, so that an unsupported one is refused when the file loads."""
+    normalizer = build_normalizer(spec.get("normalizer"), where)
+    build_pre_tokenizer(spec.get("pre_tokenizer"), where)
+    build_decoder(spec.get("decoder"), where)
+    for entry in spec.get("added_tokens") or []:
+        token = AddedToken.from_spec(entry, where)
+        if normalizer is not None and token.normalized:
+            normalizer.normalize_added_token(token.content)
+
+
+def control_token_ids(vocabulary: Vocabulary) -> dict[str, int]:
+    """Tokens no text spells, by name: the special tokens, and for a SentencePiece pipeline its
+    control pieces (``<s>``, ``</s>``) and unknown piece, which sit among the ordinary ids."""
+    found = dict(vocabulary.special_tokens)
+    decoder = (vocabulary.pipeline or {}).get("decoder") or {}
+    names = [leaf.get("unk_token") for leaf in _leaves(decoder, "decoders") if leaf.get("type") == "SentencePiece"]
+    names += [c for leaf in _leaves(decoder, "decoders") if leaf.get("type") == "SentencePiece"
+              for c in leaf.get("control_tokens") or ()]
+    wanted = {name.encode("utf-8"): name for name in names if name and name not in found}
+    if wanted:
+        for i, token in enumerate(vocabulary.tokens):
+            name = wanted.pop(token, None)
+            if name is not None:
+                found[name] = i
+                if not wanted:
+                    break
+    return found
+
+
+def space_symbol(vocabulary: Vocabulary) -> bytes | None:
+    """The bytes that stand for a space inside tokens (SentencePiece's and Metaspace's ``▁``), or
+    None when tokens hold real spaces."""
+    if vocabulary.normalizer == "sentencepiece":
+        return "\u2581".encode()
+    decoder = (vocabulary.pipeline or {}).get("decoder") or {}
+    for leaf in _leaves(decoder, "decoders"):
+        if leaf.get("type") == "SentencePiece":
+            return "\u2581".encode()
+        if leaf.get("type") == "Metaspace":
+            return str(leaf.get("replacement", "\u2581")).encode()
+    return None
+
+
+def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
+    """The components a vocabulary uses, one line each (``bpebench vocab`` and the report)."""
+    spec = vocabulary.pipeline
+    if spec is None:
+        return {
+            "normalizer": vocabulary.normalizer,
+            "pre_tokenizer": f"regex {vocabulary.pattern!r} (tiktoken semantics: unmatched text dropped)"
+            if vocabulary.pattern else "none (the whole text is one piece)",
+            "model": f"BPE over bytes, rule={vocabulary.rule}",
+            "added_tokens": f"{len(vocabulary.special_tokens)} special (carved when allowed)",
+            "decoder": "token bytes concatenated",
+        }
+    model = spec.get("model") or {}
+    options = [f"{k}={model[k]!r}" for k in ("unk_token", "fuse_unk", "byte_fallback", "ignore_merges",
+                                              "continuing_subword_prefix", "end_of_word_suffix") if model.get(k)]
+    added = spec.get("added_tokens") or []
+    flags: dict[str, int] = {}
+    for entry in added:
+        key = AddedToken.from_spec(entry, "added").flags()
+        flags[key] = flags.get(key, 0) + 1
+    plain = vocabulary.normalizer != "pipeline"
+    return {
+        "normalizer": describe_spec(spec.get("normalizer")),
+        "pre_tokenizer": describe_spec(spec.get("pre_tokenizer")),
+        "model": f"BPE ({model.get('token_text', 'byte_level')} tokens" + (", " + ", ".join(options) if options else "")
+        + ")",
+        "added_tokens": f"{len(added)}" + (" (" + "; ".join(f"{n} {k}" for k, n in flags.items()) + ")" if added else ""),
+        "decoder": describe_spec(spec.get("decoder")),
+        "path": f"plain (pattern {vocabulary.pattern}, fused when the encoder allows)" if plain
+        else "component pipeline",
+    }
+
+
+class HFPipeline:
+    """Encode and decode with a vocabulary's ``pipeline`` spec and an encoder for the BPE step."""
+
+    def __init__(self, vocabulary: Vocabulary, encoder) -> None:
+        spec = vocabulary.pipeline
+        if spec is None:
+            raise ValueError("vocabulary has no pipeline")
+        where = vocabulary.source or vocabulary.name
+        self.vocabulary = vocabulary
+        self.normalizer = build_normalizer(spec.get("normalizer"), where)
+        self.pre_tokenizer = build_pre_tokenizer(spec.get("pre_tokenizer"), where)
+        self.decoder = build_decoder(spec.get("decoder"), where)
+        self.added = AddedVocabulary([AddedToken.from_spec(e, where) for e in spec.get("added_tokens") or []],
+                                     self.normalizer)
+        self.model = BPEModel(vocabulary, spec.get("model") or {}, encoder)
+        self.track_offsets = bool(self.pre_tokenizer is not None and self.pre_tokenizer.reads_offsets)
+
+    @property
+    def added_tokens(self) -> list[AddedToken]:
+        return self.added.tokens
+
+    def pieces(self, text: str, carve_special: Callable[[AddedToken], bool]):
+        """The pre-tokenized pieces (carved added tokens have ``token`` set)."""
+        pieces = self.added.extract_and_normalize(text, carve_special=carve_special, track_offsets=self.track_offsets)
+        if self.pre_tokenizer is not None:
+            pieces = self.pre_tokenizer.pre_tokenize(pieces)
+        return pieces
+
+    def encode(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[int]:
+        out: list[int] = []
+        tokenize = self.model.tokenize
+        for piece in self.pieces(text, carve_special):
+            if piece.token is not None:
+                out.append(piece.token)
+            else:
+                out.extend(tokenize(piece.text))
+        return out
+
+    def piece_bytes(self, text: str) -> list[bytes]:
+        """What the encoder sees: the pieces' bytes (added tokens left out)."""
+        return [self.model._to_bytes(p.text) for p in self.pieces(text, lambda t: True) if p.token is None]
+
+    def token_strings(self, ids: Iterable[int], *, skip_special: bool = False) -> list[str]:
+        texts = self.model.texts
+        added = {t.id: t for t in self.added.tokens}
+        out = []
+        for i in ids:
+            token = added.get(i)
+            if token is not None:
+                if not (skip_special and token.special):
+                    out.append(token.content)
+                continue
+            if not 0 <= i < len(texts) or texts[i] is None:
+                specials = self.vocabulary.special_ids
+                if i in specials:
+                    out.append(specials[i])
+                    continue
+                raise VocabularyError(f"token id {i} is out of range for {self.vocabulary.name}")
+            out.append(texts[i])
+        return out
+
+    def decode(self, ids: Sequence[int], *, skip_special: bool = False) -> str:
+        """HF ``Tokenizer.decode``: token strings through the decoder (joined by spaces without one)."""
+        tokens = self.token_strings(ids, skip_special=skip_special)
+        if self.decoder is None:
+            return " ".join(tokens)
+        return self.decoder.decode(tokens)

@@ -1,0 +1,461 @@
+"""Normalizers with HF ``tokenizers`` semantics, built from ``tokenizer.json``-shaped dicts.
+
+``build_normalizer({"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]})``
+gives an object whose ``normalize(piece)`` rewrites a :class:`~.text_pieces.Piece` as HF's
+``Normalizer::normalize`` rewrites a ``NormalizedString`` (text and, when tracked, the
+original offset of every character). Implemented: NFC, NFD, NFKC, NFKD, Lowercase,
+Strip, StripAccents, Replace (String or Regex pattern), Prepend, Precompiled
+(SentencePiece charsmap, HF's grapheme rule), BertNormalizer, ByteLevel, Sequence; and
+``SentencePiece``, bpebench's name for SentencePiece's own normalizer (charsmap with the
+longest-match rule, ``add_dummy_prefix``, ``remove_extra_whitespaces``,
+``escape_whitespaces``), which HF has no component for. Any other type is refused
+with one line naming it.
+
+Details that decide ids: Unicode data is HF's where its tables disagree with Python's
+(``hf_unicode``); Lowercase maps each character alone (no final-sigma rule, unlike
+``str.lower``); Strip and the whitespace tests use Unicode White_Space (not
+``str.isspace``); Prepend leaves empty text empty; Replace finds matches as
+:func:`~.text_pieces.find_matches` does (empty matches included).
+
+Complexity: linear in the text per normalizer (the charsmap ones: times the longest
+key). Exact for the text; the original offsets of characters that Unicode
+normalization composes across a combining sequence are approximated by the sequence's
+first character (only Metaspace ``prepend_scheme: first`` after a split reads them).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import unicodedata
+from typing import Callable
+
+import regex
+
+from bpebench.errors import VocabularyError
+from . import hf_unicode
+from .charsmap import CharsMap
+from .text_pieces import WHITESPACE, Piece, build_component, compile_pattern, find_matches
+
+SPM_SPACE = "\u2581"
+
+
+class Normalizer:
+    """Base: ``normalize(piece) -> piece``; ``describe()`` is the one-line summary."""
+
+    spec: dict
+
+    def normalize(self, piece: Piece) -> Piece:
+        raise NotImplementedError
+
+    def normalize_str(self, text: str) -> str:
+        return self.normalize(Piece(text)).text
+
+    def normalize_added_token(self, content: str) -> str:
+        """The form an added token with ``normalized: true`` is matched in (HF normalizes its content)."""
+        return self.normalize_str(content)
+
+    def describe(self) -> str:
+        return describe_spec(self.spec)
+
+
+def describe_spec(spec: dict | None) -> str:
+    """``NFKC``, ``Replace(' '->'▁')``, ``Sequence[...]``: a compact name for a component dict."""
+    if not spec:
+        return "none"
+    kind = spec.get("type", "?")
+    children = spec.get("normalizers") or spec.get("pretokenizers") or spec.get("decoders")
+    if kind == "Sequence" and isinstance(children, list):
+        return " + ".join(describe_spec(c) for c in children) or "none"
+    shown = {k: v for k, v in spec.items() if k not in ("type", "precompiled_charsmap", "trim_offsets")}
+    if kind == "Precompiled" or "precompiled_charsmap" in spec:
+        charsmap = spec.get("precompiled_charsmap") or ""
+        shown["charsmap"] = f"{len(charsmap) * 3 // 4} bytes" if charsmap else "none"
+    if not shown:
+        return kind
+    # sorted: the vocabulary cache stores the spec with sorted keys
+    return f"{kind}({', '.join(f'{k}={_short(v)}' for k, v in sorted(shown.items()))})"
+
+
+def _short(value) -> str:
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, inner), = value.items()
+        return f"{kind}:{inner!r}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ----------------------------------------------------------------------------- helpers
+def _map_chars(piece: Piece, fn: Callable[[str], str]) -> Piece:
+    """Replace every character by ``fn(char)`` (one or more characters, or none)."""
+    text = piece.text
+    parts = [fn(c) for c in text]
+    if piece.align is None:
+        return Piece("".join(parts), piece.start)
+    sources = [k for k, part in enumerate(parts) for _ in part]
+    return piece.with_text("".join(parts), sources)
+
+
+def _filter_chars(piece: Piece, keep: Callable[[str], bool]) -> Piece:
+    text = piece.text
+    if piece.align is None:
+        return Piece("".join(c for c in text if keep(c)), piece.start)
+    kept = [k for k, c in enumerate(text) if keep(c)]
+    return piece.with_text("".join(text[k] for k in kept), kept)
+
+
+def _unicode_normalize(piece: Piece, form: str) -> Piece:
+    text = piece.text
+    out = hf_unicode.normalize(form, text)
+    if piece.align is None or out == text:
+        return Piece(out, piece.start, piece.align and list(piece.align))
+    # offsets: normalize each combining sequence (a starter and the marks after it) alone;
+    # where that does not add up to the whole (compositions across starters), every output
+    # character of such a stretch takes the stretch's first original offset
+    sources: list[int] = []
+    pieces: list[str] = []
+    k = 0
+    n = len(text)
+    while k < n:
+        j = k + 1
+        while j < n and unicodedata.combining(text[j]):
+            j += 1
+        part = hf_unicode.normalize(form, text[k:j])
+        pieces.append(part)
+        sources.extend([k] * len(part))
+        k = j
+    if "".join(pieces) != out:
+        sources = [0] * len(out)
+    return piece.with_text(out, sources)
+
+
+def _replace_spans(piece: Piece, spans, content: str) -> Piece:
+    """Every matching span replaced by ``content`` (HF ``NormalizedString::replace``)."""
+    text = piece.text
+    out: list[str] = []
+    sources: list[int] = []
+    track = piece.align is not None
+    for a, b, is_match in spans:
+        if is_match:
+            out.append(content)
+            if track:  # HF: inserted characters share the alignment of the character before
+                sources.extend([max(b - 1, 0)] * len(content))
+        else:
+            out.append(text[a:b])
+            if track:
+                sources.extend(range(a, b))
+    return piece.with_text("".join(out), sources if track else None)
+
+
+def pattern_of(spec: dict, where: str):
+    """The compiled pattern of a ``{"String": ...}`` / ``{"Regex": ...}`` field, or None for an
+    empty string (which HF treats as matching nothing)."""
+    pattern = spec.get("pattern")
+    if isinstance(pattern, str):  # some writers store the bare string
+        pattern = {"String": pattern}
+    if not isinstance(pattern, dict) or len(pattern) != 1:
+        raise VocabularyError(f"{where}: {spec.get('type')} needs a pattern {{'String': ...}} or {{'Regex': ...}}")
+    (kind, value), = pattern.items()
+    if kind not in ("String", "Regex") or not isinstance(value, str):
+        raise VocabularyError(f"{where}: {spec.get('type')} pattern {pattern!r} is neither String nor Regex")
+    if kind == "String" and not value:
+        return None
+    return compile_pattern(value, literal=kind == "String")
+
+
+def matches_of(compiled, text: str):
+    return [(0, len(text), False)] if compiled is None else find_matches(compiled, text)
+
+
+# ----------------------------------------------------------------------------- components
+class UnicodeForm(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec, self.form = spec, spec["type"]
+
+    def normalize(self, piece: Piece) -> Piece:
+        return _unicode_normalize(piece, self.form)
+
+
+class Lowercase(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+
+    def normalize(self, piece: Piece) -> Piece:
+        # str.lower applies the final-sigma rule, Rust's per-character to_lowercase does not;
+        # and Rust knows capitals newer than Python's Unicode
+        if piece.align is None and "\u03a3" not in piece.text and not hf_unicode.has_lowercase_exception(piece.text):
+            return Piece(piece.text.lower(), piece.start)
+        return _map_chars(piece, hf_unicode.lowercase)
+
+
+class Strip(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        self.left = bool(spec.get("strip_left", spec.get("left", True)))
+        self.right = bool(spec.get("strip_right", spec.get("right", True)))
+
+    def normalize(self, piece: Piece) -> Piece:
+        text = piece.text
+        a, b = 0, len(text)
+        if self.left:
+            while a < b and text[a] in WHITESPACE:
+                a += 1
+        if self.right:
+            while b > a and text[b - 1] in WHITESPACE:
+                b -= 1
+        return piece.with_text(text[a:b], list(range(a, b)) if piece.align is not None else None)
+
+
+class StripAccents(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+
+    def normalize(self, piece: Piece) -> Piece:
+        return _filter_chars(piece, lambda c: not hf_unicode.strips_accent(c))
+
+
+class Replace(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        self.pattern = pattern_of(spec, where)
+        content = spec.get("content", "")
+        if not isinstance(content, str):
+            raise VocabularyError(f"{where}: Replace content {content!r} is not a string")
+        self.content = content
+
+    def normalize(self, piece: Piece) -> Piece:
+        if self.pattern is None:
+            return piece
+        return _replace_spans(piece, find_matches(self.pattern, piece.text), self.content)
+
+
+class Prepend(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        self.prefix = spec.get("prepend", "")
+        if not isinstance(self.prefix, str):
+            raise VocabularyError(f"{where}: Prepend {self.prefix!r} is not a string")
+
+    def normalize(self, piece: Piece) -> Piece:
+        if not piece.text:
+            return piece
+        return piece.with_text(self.prefix + piece.text,
+                               [0] * len(self.prefix) + list(range(len(piece.text)))
+                               if piece.align is not None else None)
+
+
+def _charsmap(spec: dict, where: str) -> CharsMap:
+    raw = spec.get("precompiled_charsmap")
+    if isinstance(raw, list):  # older files store the bytes as a list of numbers
+        blob = bytes(raw)
+    elif isinstance(raw, str):
+        try:
+            blob = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise VocabularyError(f"{where}: precompiled_charsmap is not base64") from None
+    elif isinstance(raw, (bytes, bytearray)):
+        blob = bytes(raw)
+    else:
+        raise VocabularyError(f"{where}: Precompiled normalizer without a precompiled_charsmap")
+    return CharsMap(blob, where=where)
+
+
+_GRAPHEME = regex.compile(r"\X")
+
+
+class Precompiled(Normalizer):
+    """HF's ``Precompiled``: the charsmap applied per grapheme cluster (see ``charsmap``)."""
+
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        self.charsmap = _charsmap(spec, where) if spec.get("precompiled_charsmap") else None
+
+    def normalize(self, piece: Piece) -> Piece:
+        if self.charsmap is None:  # an empty charsmap: HF leaves the text alone
+            return piece
+        shortest = self.charsmap.shortest
+        out: list[str] = []
+        sources: list[int] = []
+        for m in _GRAPHEME.finditer(piece.text):
+            grapheme, g0 = m.group(), m.start()
+            if len(grapheme.encode("utf-8")) < 6:
+                norm = shortest(grapheme)
+                if norm is not None:
+                    out.append(norm)
+                    sources.extend(g0 + min(k, len(grapheme) - 1) for k in range(len(norm)))
+                    continue
+            for k, c in enumerate(grapheme):
+                norm = shortest(c)
+                part = c if norm is None else norm
+                out.append(part)
+                sources.extend([g0 + k] * len(part))
+        return piece.with_text("".join(out), sources if piece.align is not None else None)
+
+
+_CHINESE = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+            (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _is_chinese(c: str) -> bool:
+    cp = ord(c)
+    return any(a <= cp <= b for a, b in _CHINESE)
+
+
+class BertNormalizer(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        self.clean_text = bool(spec.get("clean_text", True))
+        self.chinese = bool(spec.get("handle_chinese_chars", True))
+        self.lowercase = bool(spec.get("lowercase", True))
+        strip = spec.get("strip_accents")
+        self.strip_accents = self.lowercase if strip is None else bool(strip)
+
+    def normalize(self, piece: Piece) -> Piece:
+        if self.clean_text:
+            piece = _filter_chars(piece, lambda c: not hf_unicode.bert_removes(c))
+            piece = _map_chars(piece, lambda c: " " if c in WHITESPACE else c)
+        if self.chinese:
+            piece = _map_chars(piece, lambda c: f" {c} " if _is_chinese(c) else c)
+        if self.strip_accents:
+            piece = _unicode_normalize(piece, "NFD")
+            piece = _filter_chars(piece, lambda c: not hf_unicode.bert_nonspacing(c))
+        if self.lowercase:
+            piece = _map_chars(piece, hf_unicode.lowercase)
+        return piece
+
+
+class ByteLevelNormalizer(Normalizer):
+    """Every character replaced by the byte-level characters of its UTF-8 bytes."""
+
+    def __init__(self, spec: dict, where: str) -> None:
+        from ..formats.byte_alphabet import bytes_to_unicode
+
+        self.spec = spec
+        self.table = bytes_to_unicode()
+
+    def normalize(self, piece: Piece) -> Piece:
+        table = self.table
+        return _map_chars(piece, lambda c: "".join(table[b] for b in c.encode("utf-8", "surrogatepass")))
+
+
+class SentencePieceNormalizer(Normalizer):
+    """SentencePiece's ``normalizer.cc`` (what a ``.model`` file's ``normalizer_spec`` asks for).
+
+    Spec: ``{"type": "SentencePiece", "precompiled_charsmap": base64 or "", "add_dummy_prefix",
+    "remove_extra_whitespaces", "escape_whitespaces", "user_defined": [...]}``. User-defined
+    pieces pass through unnormalized, as SentencePiece's prefix matcher lets them.
+    """
+
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        self.charsmap = _charsmap(spec, where) if spec.get("precompiled_charsmap") else None
+        self.dummy_prefix = bool(spec.get("add_dummy_prefix", True))
+        self.collapse = bool(spec.get("remove_extra_whitespaces", True))
+        self.escape = bool(spec.get("escape_whitespaces", True))
+        user = sorted({u for u in spec.get("user_defined") or [] if u}, key=len, reverse=True)
+        self.user_defined = regex.compile("|".join(map(regex.escape, user))) if user else None
+
+    def _chunks(self, text: str):
+        """(original chunk, normalized chunk, offset) in order: SentencePiece's NormalizePrefix."""
+        data = text.encode("utf-8", "surrogatepass") if self.charsmap is not None else b""
+        byte_pos = 0
+        i, n = 0, len(text)
+        user = self.user_defined
+        while i < n:
+            m = user.match(text, i) if user is not None else None
+            if m is not None:
+                yield m.group(), m.group(), i
+                byte_pos += len(m.group().encode("utf-8", "surrogatepass"))
+                i = m.end()
+                continue
+            if self.charsmap is not None:
+                hit = self.charsmap.longest(data, byte_pos)
+                if hit is not None:
+                    length, norm = hit
+                    # the key is whole characters of the text (keys are UTF-8 strings)
+                    j = i
+                    taken = 0
+                    while taken < length and j < n:
+                        taken += len(text[j].encode("utf-8", "surrogatepass"))
+                        j += 1
+                    yield text[i:j], norm, i
+                    byte_pos += taken
+                    i = j
+                    continue
+                byte_pos += len(text[i].encode("utf-8", "surrogatepass"))
+            c = text[i]
+            yield c, ("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c), i
+            i += 1
+
+    def normalize(self, piece: Piece) -> Piece:
+        text = piece.text
+        chunks = self._chunks(text)
+        out: list[str] = []
+        sources: list[int] = []
+        pending = None
+        if self.collapse:  # leading chunks that normalize to exactly " " are dropped
+            for chunk in chunks:
+                if chunk[1] != " ":
+                    pending = chunk
+                    break
+            else:
+                return piece.with_text("", [] if piece.align is not None else None)
+        space = SPM_SPACE if self.escape else " "
+        first = [pending] if pending is not None else []
+        is_prev_space = self.collapse
+        added_prefix = False
+        for original, norm, offset in (*first, *chunks):
+            if not added_prefix:
+                added_prefix = True
+                if self.dummy_prefix:
+                    out.append(space)
+                    sources.append(offset)
+            if is_prev_space:
+                norm = norm.lstrip(" ")
+            if norm:
+                text_out = norm.replace(" ", space) if self.escape else norm
+                out.append(text_out)
+                sources.extend([offset] * len(text_out))
+                is_prev_space = norm.endswith(" ")
+            if not self.collapse:
+                is_prev_space = False
+        result = "".join(out)
+        if self.collapse:
+            while result.endswith(space):
+                result = result[: -len(space)]
+            sources = sources[: len(result)]
+        if piece.align is None:
+            return Piece(result, piece.start)
+        old = piece.align
+        return Piece(result, piece.start, [old[k] for k in sources])
+
+    def normalize_added_token(self, content: str) -> str:
+        return content  # user-defined pieces are matched verbatim
+
+
+class SequenceNormalizer(Normalizer):
+    def __init__(self, spec: dict, where: str) -> None:
+        self.spec = spec
+        children = spec.get("normalizers")
+        if not isinstance(children, list):
+            raise VocabularyError(f"{where}: Sequence normalizer without a 'normalizers' list")
+        self.parts = [build_normalizer(c, where) for c in children]
+        self.parts = [p for p in self.parts if p is not None]
+
+    def normalize(self, piece: Piece) -> Piece:
+        for part in self.parts:
+            piece = part.normalize(piece)
+        return piece
+
+
+NORMALIZER_TYPES: dict[str, type[Normalizer]] = {
+    "NFC": UnicodeForm, "NFD": UnicodeForm, "NFKC": UnicodeForm, "NFKD": UnicodeForm,
+    "Lowercase": Lowercase, "Strip": Strip, "StripAccents": StripAccents, "Replace": Replace,
+    "Prepend": Prepend, "Precompiled": Precompiled, "BertNormalizer": BertNormalizer,
+    "ByteLevel": ByteLevelNormalizer, "Sequence": SequenceNormalizer, "SentencePiece": SentencePieceNormalizer,
+}
+
+
+def build_normalizer(spec: dict | None, where: str = "normalizer") -> Normalizer | None:
+    """The runtime normalizer of a ``tokenizer.json`` ``normalizer`` value (None for null)."""
+    return build_component(spec, NORMALIZER_TYPES, "normalizer", where)

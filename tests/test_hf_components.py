@@ -1,0 +1,217 @@
+"""HF ``tokenizers`` components reproduced one by one, compared with the real library on the
+hard-string set: normalizers (``normalize_str``), pre-tokenizers (``pre_tokenize_str``),
+decoders (``decode``), Split semantics (issue 25: groups, non-covering patterns, empty
+matches, every behavior, invert), and the bounded regex."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bpebench.errors import BpebenchError, VocabularyError
+from bpebench.algorithms.pipeline.decoders import build_decoder
+from bpebench.algorithms.pipeline.normalizers import build_normalizer
+from bpebench.algorithms.pipeline.pretokenizers import build_pre_tokenizer
+from bpebench.algorithms.pipeline.text_pieces import compile_pattern, find_matches
+
+sys.path.insert(0, str(Path(__file__).parent / "golden"))
+from hard_strings import HARD_STRINGS  # noqa: E402
+
+tokenizers = pytest.importorskip("tokenizers")
+
+GPT2_SPLIT = r"'(s|t|re|ve|m|ll|d)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+BEHAVIORS = ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]
+
+
+def _hf_with(**components):
+    """A real ``tokenizers.Tokenizer`` whose components are the given JSON dicts."""
+    base = json.loads(tokenizers.Tokenizer(tokenizers.models.BPE()).to_str())
+    base.update(components)
+    return tokenizers.Tokenizer.from_str(json.dumps(base))
+
+
+def _charsmap_spec() -> dict:
+    """A Precompiled normalizer with the nmt_nfkc charsmap of a committed SentencePiece fixture."""
+    from bpebench.algorithms.formats.sentencepiece_model import read_sentencepiece_model
+
+    model = read_sentencepiece_model(Path(__file__).parent / "golden" / "pipelines" / "spm_nmt_nfkc_user.model")
+    return {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(model.precompiled_charsmap).decode()}
+
+
+NORMALIZERS = [
+    {"type": "NFC"}, {"type": "NFD"}, {"type": "NFKC"}, {"type": "NFKD"}, {"type": "Lowercase"},
+    {"type": "Strip", "strip_left": True, "strip_right": True}, {"type": "Strip", "strip_left": False, "strip_right": True},
+    {"type": "StripAccents"}, {"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "StripAccents"}]},
+    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+    {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+    {"type": "Replace", "pattern": {"Regex": "x*"}, "content": "-"},
+    {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": ""},
+    {"type": "Prepend", "prepend": "\u2581"},
+    {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None, "lowercase": True},
+    {"type": "BertNormalizer", "clean_text": False, "handle_chinese_chars": False, "strip_accents": True, "lowercase": False},
+    {"type": "ByteLevel"},
+    {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                         {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+]
+
+
+@pytest.mark.parametrize("spec", NORMALIZERS, ids=lambda s: json.dumps(s)[:60])
+def test_normalizers_equal_hf(spec):
+    ours = build_normalizer(spec)
+    theirs = _hf_with(normalizer=spec).normalizer
+    for text in HARD_STRINGS:
+        assert ours.normalize_str(text) == theirs.normalize_str(text), text
+
+
+def test_precompiled_charsmap_equals_hf():
+    spec = _charsmap_spec()
+    ours = build_normalizer(spec)
+    theirs = _hf_with(normalizer=spec).normalizer
+    for text in HARD_STRINGS:
+        assert ours.normalize_str(text) == theirs.normalize_str(text), text
+
+
+PRE_TOKENIZERS = [
+    {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+    {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": False},
+    *({"type": "Split", "pattern": {"Regex": GPT2_SPLIT}, "behavior": b, "invert": inv}
+      for b in BEHAVIORS for inv in (False, True)),
+    *({"type": "Split", "pattern": {"String": " "}, "behavior": b, "invert": False} for b in BEHAVIORS),
+    {"type": "Split", "pattern": {"Regex": "x*"}, "behavior": "Isolated", "invert": False},
+    {"type": "Split", "pattern": {"Regex": "a|"}, "behavior": "MergedWithNext", "invert": False},
+    {"type": "Split", "pattern": {"Regex": r"\p{N}{1,3}"}, "behavior": "Removed", "invert": True},
+    {"type": "Split", "pattern": {"Regex": r"[a-z]+"}, "behavior": "Isolated", "invert": False},
+    {"type": "Digits", "individual_digits": True}, {"type": "Digits", "individual_digits": False},
+    {"type": "Punctuation", "behavior": "Isolated"}, {"type": "Punctuation", "behavior": "Contiguous"},
+    {"type": "Whitespace"}, {"type": "WhitespaceSplit"}, {"type": "BertPreTokenizer"},
+    {"type": "CharDelimiterSplit", "delimiter": " "},
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": True},
+    {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},
+                                           {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
+                                            "split": True}]},
+    {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True},
+                                           {"type": "Split", "pattern": {"Regex": GPT2_SPLIT}, "behavior": "Isolated",
+                                            "invert": False},
+                                           {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                            "use_regex": False}]},
+]
+
+
+@pytest.mark.parametrize("spec", PRE_TOKENIZERS, ids=lambda s: json.dumps(s)[:70])
+def test_pre_tokenizers_equal_hf(spec):
+    ours = build_pre_tokenizer(spec)
+    theirs = _hf_with(pre_tokenizer=spec).pre_tokenizer
+    for text in HARD_STRINGS:
+        assert ours.pre_tokenize_str(text) == [p for p, _ in theirs.pre_tokenize_str(text)], text
+
+
+DECODERS = [
+    {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": True},
+    {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 1},
+    {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "BPEDecoder", "suffix": "</w>"},
+    {"type": "WordPiece", "prefix": "##", "cleanup": True},
+    {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                                      {"type": "ByteFallback"}, {"type": "Fuse"},
+                                      {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+]
+TOKEN_LISTS = [
+    ["\u2581\u2581a", "\u2581b", "c</w>", "d"], ["<0xE6>", "<0x9D>", "<0xB1>", "x", "<0xFF>", "<0x41>"],
+    ["ĠHello", "Ġworld", "Ċ", "Ã©"], [" a ", "  ", "##b", "c", " .", " n't"], ["\u2581"], [],
+]
+
+
+@pytest.mark.parametrize("spec", DECODERS, ids=lambda s: json.dumps(s)[:60])
+def test_decoders_equal_hf(spec):
+    ours = build_decoder(spec)
+    theirs = _hf_with(decoder=spec).decoder
+    for tokens in TOKEN_LISTS:
+        assert ours.decode(tokens) == theirs.decode(tokens), tokens
+
+
+# ----------------------------------------------------------------------------- issue 25: Split semantics
+def test_find_matches_skips_an_empty_match_right_after_a_match():
+    # Oniguruma's find_iter: "x*" on "abxc" matches at 0, 1, 2..3 and 4, never at 3 (right after "x")
+    assert find_matches(compile_pattern("x*"), "abxc") == [
+        (0, 0, True), (0, 1, False), (1, 1, True), (1, 2, False), (2, 3, True), (3, 4, False), (4, 4, True)]
+    assert find_matches(compile_pattern("x"), "") == [(0, 0, False)]
+
+
+def test_possessive_looking_intervals_repeat_as_in_oniguruma():
+    # Oniguruma reads {1,3}+ as "one or more runs of 1-3", not as a possessive interval
+    spec = {"type": "Split", "pattern": {"Regex": r"\p{N}{1,3}+"}, "behavior": "Isolated", "invert": False}
+    assert build_pre_tokenizer(spec).pre_tokenize_str("a12345b") == ["a", "12345", "b"]
+    assert [p for p, _ in _hf_with(pre_tokenizer=spec).pre_tokenizer.pre_tokenize_str("a12345b")] == [
+        "a", "12345", "b"]
+
+
+def test_runaway_pattern_ends_as_one_line(monkeypatch):
+    monkeypatch.setenv("BPEBENCH_REGEX_TIMEOUT", "0.05")
+    spec = {"type": "Split", "pattern": {"Regex": r"(a|aa)+c"}, "behavior": "Isolated", "invert": False}
+    with pytest.raises(BpebenchError, match="ran longer than") as info:
+        build_pre_tokenizer(spec).pre_tokenize_str("a" * 60)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"type": "UnicodeScripts"}, "pre-tokenizer 'UnicodeScripts' is not supported"),
+    ({"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"}, "bad pattern"),
+    ({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Sideways"}, "split behavior 'Sideways'"),
+    ({"type": "Metaspace", "replacement": "ab"}, "not one character"),
+])
+def test_unsupported_or_malformed_components_are_one_line(spec, message):
+    with pytest.raises(BpebenchError, match=message) as info:
+        build_pre_tokenizer(spec)
+    assert "\n" not in str(info.value)
+
+
+def test_unsupported_normalizer_and_decoder_are_named():
+    with pytest.raises(VocabularyError, match="normalizer 'Fancy' is not supported"):
+        build_normalizer({"type": "Fancy"})
+    with pytest.raises(VocabularyError, match="decoder 'CTC' is not supported"):
+        build_decoder({"type": "CTC"})
+
+
+def _table_chars() -> list[str]:
+    """Every character the HF-Unicode table corrects (the big unassigned ranges sampled)."""
+    from bpebench.algorithms.pipeline.hf_unicode import TABLE
+
+    data = json.loads(TABLE.read_text(encoding="utf-8"))
+    chars: set[str] = set(data["lowercase"])
+
+    def walk(value):
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for a, b in value:
+                chars.update(chr(cp) for cp in range(a, min(b, a + 50) + 1))
+
+    walk({k: v for k, v in data.items() if k != "lowercase"})
+    return sorted(chars)
+
+
+@pytest.mark.parametrize("spec", [{"type": f} for f in ("NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents")]
+                         + [NORMALIZERS[14]], ids=lambda s: s["type"])
+def test_unicode_tables_follow_hf_where_python_differs(spec):
+    ours, theirs = build_normalizer(spec), _hf_with(normalizer=spec).normalizer
+    for c in _table_chars():
+        text = "a" + c + "\u0323\u0301"
+        assert ours.normalize_str(text) == theirs.normalize_str(text), hex(ord(c))
+
+
+@pytest.mark.parametrize("spec", [{"type": "Digits", "individual_digits": True},
+                                  {"type": "Punctuation", "behavior": "Isolated"}], ids=lambda s: s["type"])
+def test_character_classes_follow_hf_where_python_differs(spec):
+    ours, theirs = build_pre_tokenizer(spec), _hf_with(pre_tokenizer=spec).pre_tokenizer
+    for c in _table_chars():
+        assert ours.pre_tokenize_str("a" + c + "a") == [p for p, _ in theirs.pre_tokenize_str("a" + c + "a")], \
+            hex(ord(c))
