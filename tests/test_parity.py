@@ -411,7 +411,7 @@ def test_a_library_that_cannot_read_the_file_is_one_line(capsys, monkeypatch, tm
     monkeypatch.setattr(peers, "_BUILT", {})
     broken = tmp_path / "tokenizer.json"
     data = json.loads(HF_FIXTURE.read_text(encoding="utf-8"))
-    data["decoder"] = {"type": "NoSuchDecoder"}  # bpebench ignores the decoder; tokenizers refuses it
+    data["truncation"] = {"type": "NoSuchTruncation"}  # encoding ignores truncation; tokenizers refuses it
     broken.write_text(json.dumps(data), encoding="utf-8")
     code, _, err = run_cli(capsys, str(broken), "--out", str(tmp_path / "r"))
     assert_one_line_error(code, err, "tokenizers cannot read", "tokenizer.json")
