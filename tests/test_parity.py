@@ -23,7 +23,7 @@ from bpebench.algorithms.formats.vocabulary import Vocabulary
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.cli import main
 from bpebench.corpora.hard_strings import (
-    DIGIT_RUNS, GOLDEN_TEXTS, HARD_STRINGS, LONG_RUNS, SPACE_CHARACTERS, SPECIAL_LITERALS,
+    DIGIT_RUNS, GOLDEN_TEXTS, HARD_STRINGS, LONG_RUNS, PIPELINE_TEXTS, SPACE_CHARACTERS, SPECIAL_LITERALS,
 )
 from bpebench.errors import BpebenchError
 from bpebench.properties import parity
@@ -60,7 +60,10 @@ def matched_line(out: str) -> str:
 def test_golden_texts_are_the_texts_of_the_committed_golden_ids():
     recorded = json.loads((GOLDEN_DIR / "golden.json").read_text(encoding="utf-8"))["texts"]
     assert list(GOLDEN_TEXTS) == recorded
+    pipelines = json.loads((GOLDEN_DIR / "pipelines" / "golden_pipelines.json").read_text(encoding="utf-8"))
+    assert list(PIPELINE_TEXTS) == pipelines["texts"]
     assert HARD_STRINGS[: len(GOLDEN_TEXTS)] == GOLDEN_TEXTS
+    assert set(PIPELINE_TEXTS) <= set(HARD_STRINGS)
 
 
 def test_hard_strings_cover_what_the_set_promises():
