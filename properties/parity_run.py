@@ -47,6 +47,8 @@ from .parity_store import ParityStore
 
 #: partitions in flight per worker
 IN_FLIGHT_PER_WORKER = 3
+#: seconds to wait for an external scheduler to have a worker
+WAIT_FOR_WORKERS = 60
 #: environment of local worker processes: one thread each, whatever the libraries would pick
 WORKER_ENV = {"BPEBENCH_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
               "NUMBA_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -187,6 +189,11 @@ def dask_client(*, workers: int, scheduler: str | None):
             except (OSError, TimeoutError, ValueError) as exc:
                 raise BpebenchError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
             try:
+                try:
+                    client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+                except (TimeoutError, OSError):
+                    raise BpebenchError(f"the Dask scheduler at {scheduler} has had no worker for"
+                                        f" {WAIT_FOR_WORKERS} s; start one (dask worker {scheduler})") from None
                 yield client
             finally:
                 client.close()

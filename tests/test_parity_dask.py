@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -142,9 +143,10 @@ def test_a_local_cluster_gives_the_rows_of_an_in_process_run(tmp_path):
     assert len(workers) == 2  # both processes took partitions
 
 
-@pytest.fixture
-def scheduler(tmp_path):
-    """A ``distributed`` scheduler and one worker, each its own process, as on a real cluster."""
+@contextmanager
+def dask_processes(tmp_path: Path, workers: int):
+    """A ``distributed`` scheduler and ``workers`` workers, each its own process, as on a real cluster;
+    yields the scheduler's address."""
     file = tmp_path / "scheduler.json"
     env = dict(os.environ, DASK_DISTRIBUTED__WORKER__DAEMON="False")
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
@@ -154,9 +156,10 @@ def scheduler(tmp_path):
         deadline = time.monotonic() + 60
         while not file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
-                                       str(file), "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        for _ in range(workers):
+            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                           str(file), "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
         yield json.loads(file.read_text())["address"]
     finally:
         for proc in reversed(procs):
@@ -167,6 +170,12 @@ def scheduler(tmp_path):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    with dask_processes(tmp_path, workers=1) as address:
+        yield address
 
 
 def test_the_same_command_runs_against_a_scheduler_address(tmp_path, scheduler):
@@ -185,6 +194,18 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path):
     code, _, err = finish(bpebench("parity", "cl100k_base", "-q", "--scheduler", "tcp://127.0.0.1:9", "--out",
                                    str(tmp_path / "r")), timeout=120)
     assert code == 2 and err.strip().splitlines() == [err.strip()] and "cannot reach the Dask scheduler" in err
+
+
+def test_a_scheduler_without_workers_is_one_line(tmp_path, capsys, monkeypatch):
+    from bpebench.cli import main
+    from bpebench.properties import parity_run
+
+    monkeypatch.setattr(parity_run, "WAIT_FOR_WORKERS", 3)
+    with dask_processes(tmp_path, workers=0) as address:
+        code = main(["parity", "cl100k_base", "-q", "--scheduler", address, "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"the Dask scheduler at {address} has had no worker for 3 s" in err
 
 
 def test_the_cli_and_small_runs_never_import_dask(tmp_path):
