@@ -59,10 +59,22 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_vocab(args) -> int:
+def _load(args):
+    """The vocabulary named by ``args.vocab``, with ``--format`` / ``--pattern`` applied."""
     from bpebench.algorithms.formats import load_vocabulary
 
-    vocab = load_vocabulary(args.vocab)
+    return load_vocabulary(args.vocab, kind=getattr(args, "format", None), pattern=getattr(args, "pattern", None))
+
+
+def _add_file_options(p) -> None:
+    p.add_argument("--format", default=None, metavar="FORMAT",
+                   help="file format instead of recognising it: tiktoken, hf, spm, gguf or tekken")
+    p.add_argument("--pattern", default=None, metavar="NAME_OR_REGEX",
+                   help="pre-tokenizer regex or name (gpt2, cl100k, o200k, llama3, qwen2) replacing the file's")
+
+
+def cmd_vocab(args) -> int:
+    vocab = _load(args)
     longest = max(range(len(vocab.tokens)), key=lambda i: len(vocab.tokens[i]))
     print(f"name:      {vocab.name}")
     print(f"source:    {vocab.source}")
@@ -72,7 +84,11 @@ def cmd_vocab(args) -> int:
     specials = ", ".join(f"{s}={i}" for s, i in list(vocab.special_tokens.items())[:8])
     more = f" ... ({len(vocab.special_tokens)} in all)" if len(vocab.special_tokens) > 8 else ""
     print(f"specials:  {specials or '(none)'}{more}")
-    print(f"pattern:   {vocab.pattern or '(none: whole text)'}")
+    llama = (vocab.llama_cpp or {}).get("pre")
+    if llama:
+        print(f"pattern:   llama.cpp pre-tokenizer {vocab.llama_cpp['pre_name']!r} (type {llama})")
+    else:
+        print(f"pattern:   {vocab.pattern or '(none: whole text)'}")
     print(f"normalize: {vocab.normalizer}")
     from bpebench.algorithms.pipeline.hf_pipeline import describe_pipeline
 
@@ -87,11 +103,10 @@ def cmd_vocab(args) -> int:
 
 
 def _tokenizer(args):
-    from bpebench.algorithms.formats import load_vocabulary
     from bpebench.algorithms.core.registry import make_encoder
     from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
-    vocab = load_vocabulary(args.vocab)
+    vocab = _load(args)
     if args.raw:
         encoder = make_encoder(args.algorithm, vocab) if args.algorithm else None
         if encoder is None:
@@ -169,7 +184,6 @@ def cmd_encode(args) -> int:
 
 
 def cmd_decode(args) -> int:
-    from bpebench.algorithms.formats import load_vocabulary
     from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     ids = []
@@ -178,7 +192,7 @@ def cmd_decode(args) -> int:
             ids.append(int(raw))
         except ValueError:
             raise BpebenchError(f"not a token id: {raw!r}") from None
-    vocab = load_vocabulary(args.vocab)
+    vocab = _load(args)
     vocab.check_ids(ids)
     if args.raw:
         sys.stdout.buffer.write(vocab.decode_bytes(ids))  # exactly the bytes: no newline added
@@ -197,11 +211,10 @@ SAMPLE_TEXT = (
 
 def cmd_sample(args) -> int:
     """Encode a sample with every registered algorithm: a first look at what is there."""
-    from bpebench.algorithms.formats import load_vocabulary
     from bpebench.algorithms.core.registry import encoder_names, get_encoder_class
     from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
-    vocab = load_vocabulary(args.vocab)
+    vocab = _load(args)
     text = args.text or SAMPLE_TEXT
     reference = Tokenizer(vocab, algorithm="naive").encode_ordinary(text)
     print(f"vocabulary {vocab.name}, {len(text.encode())} bytes, naive gives {len(reference)} tokens")
@@ -260,8 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("vocab", help="describe a vocabulary and report any problem with it")
-    p.add_argument("vocab", help="built-in name or path (.tiktoken, tokenizer.json, .model, .gguf)")
+    p.add_argument("vocab", help="built-in name or path (tiktoken ranks, tokenizer.json, tekken.json, .model, .gguf)")
     p.add_argument("--strict", action="store_true", help="exit 1 if the vocabulary has problems")
+    _add_file_options(p)
     p.set_defaults(func=cmd_vocab)
 
     p = sub.add_parser("encode", help="print token ids of TEXT (or stdin)")
@@ -278,17 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
                         " none encodes them as text)")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="input that is not valid UTF-8: an error (default) or replaced by U+FFFD")
+    _add_file_options(p)
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("decode", help="print the text of token ids")
     p.add_argument("ids", nargs="*", help="token ids (default: read stdin)")
     p.add_argument("--vocab", default=DEFAULT_VOCABULARY)
     p.add_argument("--raw", action="store_true", help="write exactly the tokens' bytes (no decoding, no newline)")
+    _add_file_options(p)
     p.set_defaults(func=cmd_decode)
 
     p = sub.add_parser("sample", help="encode a sample text with every algorithm and compare with naive")
     p.add_argument("--vocab", default=DEFAULT_VOCABULARY)
     p.add_argument("--text", default=None)
+    _add_file_options(p)
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("compile", help="build the fused pipeline ahead of time (fresh processes then skip numba)")

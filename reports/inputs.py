@@ -76,15 +76,15 @@ def corpus_sources(vocab: Vocabulary, *, categories: tuple[str, ...], per_catego
 
 def is_unsplittable(vocab: Vocabulary, source: Source, *, sample_bytes: int = 2_000) -> bool:
     """True if the vocabulary's pre-tokenizer leaves a sample of ``source`` as one piece (>= 90 %)."""
-    if not vocab.pattern:
-        return True
-    from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer
+    from bpebench.algorithms.pipeline.pretokenize import WholeText, pretokenizer_for
 
+    splitter = pretokenizer_for(vocab)
+    if isinstance(splitter, WholeText):
+        return True
     text = source.text(sample_bytes)
     if not text:
         return False
-    longest = max((len(p.encode("utf-8", "surrogatepass")) for p in RegexPretokenizer(vocab.pattern).split(text)),
-                  default=0)
+    longest = max((len(p.encode("utf-8", "surrogatepass")) for p in splitter.split(text)), default=0)
     return longest >= 0.9 * len(text.encode("utf-8", "surrogatepass"))
 
 

@@ -61,7 +61,13 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float = DEFAULT_TIMEOUT,
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    # a Ctrl-C that lands inside fork's own callbacks would be swallowed ("Exception ignored"):
+    # hold it back until fork has returned; the child leaves Ctrl-C to the parent, which kills it
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if pid == 0:  # the child: never returns into the caller's code
         os.close(read_end)
         code = 0
@@ -92,7 +98,7 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float = DEFAULT_TIMEOUT,
     os.close(write_end)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
-    hung = False
+    hung = answered = False
     try:
         while True:
             left = deadline - time.monotonic()
@@ -105,9 +111,10 @@ def run_isolated(fn: Callable[[], Any], *, timeout: float = DEFAULT_TIMEOUT,
                 if not chunk:
                     break
                 chunks.append(chunk)
+        answered = not hung
     finally:
         os.close(read_end)
-        if hung:
+        if not answered:  # hung, or this process is being interrupted: the child must not outlive it
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -57,7 +57,7 @@ def malformed(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     files["tiktoken duplicate token"] = (dup, "duplicate token b'ab'")
     trunc = tmp_path / "truncated.tiktoken.gz"
     trunc.write_bytes(gzip.compress(b"\n".join(lines))[:200])
-    files["tiktoken truncated"] = (trunc, "cannot read tiktoken file")
+    files["tiktoken truncated"] = (trunc, "truncated gzip file")
 
     raw = HF_FIXTURE.read_bytes()
     trunc = tmp_path / "truncated.json"
@@ -87,7 +87,7 @@ def malformed(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
     gguf = tmp_path / "truncated.gguf"
     gguf.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 20)
-    files["gguf truncated"] = (gguf, "not a readable GGUF file")
+    files["gguf truncated"] = (gguf, "damaged GGUF file")
     return files
 
 

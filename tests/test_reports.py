@@ -482,3 +482,31 @@ def test_outside_encoders_that_crash_hang_or_eat_memory_do_not_stop_the_report(t
     assert again.returncode == 0, again.stderr
     new_rows = _rows(out / "timings.csv")[len(timings):]
     assert new_rows and all(r["note"].startswith("skipped: ") for r in new_rows if r["subject"].startswith("zz_"))
+
+
+def test_ctrl_c_during_an_isolated_call_ends_its_child_too(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    script = f"""
+import os, time
+from bpebench.reports.isolation import run_isolated
+
+def sleeper():
+    open({str(pid_file)!r}, "w").write(str(os.getpid()))
+    time.sleep(600)
+
+try:
+    run_isolated(sleeper, timeout=600)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert out.strip() == "interrupted"
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -73,7 +73,7 @@ import numpy as np
 from ..formats.vocabulary import Vocabulary
 from .files import CacheDamaged, cache_root, discard
 
-FORMAT_VERSION = 3  # 2: record types named in the bpebench namespace; 3: the pipeline spec
+FORMAT_VERSION = 4  # 2: record types named in the bpebench namespace; 3: the pipeline spec; 4: llama.cpp settings
 MAGIC = b"BPEBENCH-VOCAB\x00\x01"
 _PREFIX = len(MAGIC) + 8 + 32
 _ALIGN = 64
@@ -206,6 +206,7 @@ def _vocabulary_meta(vocab: Vocabulary) -> dict:
         "whole_piece_lookup": bool(vocab.whole_piece_lookup),
         "source": vocab.source,
         "pipeline": vocab.pipeline,
+        "llama_cpp": vocab.llama_cpp,
         "fingerprint": vocab.fingerprint,
         "dead_merges": int(getattr(vocab, "_dead_merges", 0)),
         "rank_order_break": rank_order_break(vocab),
@@ -411,6 +412,7 @@ def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVoc
         hidden=frozenset(meta["hidden"]),
         byte_fallback=None if fallback is None else {int(k): v for k, v in fallback.items()},
         whole_piece_lookup=meta["whole_piece_lookup"], source=meta["source"], pipeline=meta.get("pipeline"),
+        llama_cpp=meta.get("llama_cpp"),
         # derived values the build already computed
         fingerprint=meta["fingerprint"], byte_token=tables.byte_token,
         splits=(tables.split_left, tables.split_right),

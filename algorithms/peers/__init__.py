@@ -125,6 +125,8 @@ def _plain_text_vocabulary(vocab: Vocabulary) -> str | None:
     """Why a byte-level pipeline peer (tiktoken, converted HF) cannot reproduce ``vocab``."""
     if vocab.hidden or vocab.normalizer not in ("none", "nfc"):
         return f"normalizer {vocab.normalizer!r} (SentencePiece-style vocabulary)"
+    if vocab.llama_cpp is not None:
+        return "llama.cpp's pre-tokenizer and special-token rules (GGUF) have no tiktoken/HF equivalent"
     if not vocab.pattern:
         return "the vocabulary has no pre-tokenizer pattern"
     return None
@@ -140,9 +142,13 @@ def _source_kind(vocab: Vocabulary) -> str | None:
     """The file format the vocabulary was loaded from ('hf', 'sentencepiece', ...), if a file."""
     if not vocab.source or not Path(vocab.source).is_file():
         return None
-    from ..formats import _sniff
+    from bpebench.errors import VocabularyError
+    from ..formats import sniff_format
 
-    return _sniff(Path(vocab.source))
+    try:
+        return sniff_format(Path(vocab.source))
+    except VocabularyError:
+        return None
 
 
 def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
@@ -165,7 +171,7 @@ def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
         return _plain_text_vocabulary(vocab)
     if vocab.rule != "ranks":
         return "tiktoken needs a ranks vocabulary (this one lists its merges)"
-    if vocab.excluded:
+    if any(vocab.tokens[i] for i in vocab.excluded):  # empty placeholders (gaps in the ranks) are fine
         return "the vocabulary has excluded ids"
     if not np.array_equal(vocab.priority, np.arange(len(vocab.tokens))):
         return "tiktoken needs rank = id for every token"
@@ -176,8 +182,8 @@ def _tiktoken_ranks(vocab: Vocabulary) -> dict[bytes, int]:
     """The ranks as tiktoken has them: read by tiktoken's own loader from the rank file the
     vocabulary came from (gzip undone first, tiktoken's by-path cache off, so an edited file
     is read afresh), else the vocabulary's tokens in id order."""
-    if _source_kind(vocab) != "tiktoken":
-        return {token: rank for rank, token in enumerate(vocab.tokens)}
+    if _source_kind(vocab) != "tiktoken":  # empty placeholders (gaps in the ranks) are left out
+        return {token: rank for rank, token in enumerate(vocab.tokens) if rank not in vocab.excluded}
     import gzip
     import os
     import tempfile

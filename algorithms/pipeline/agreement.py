@@ -51,14 +51,14 @@ def reference_encoder_for(vocabulary: Vocabulary) -> Encoder:
 def split_text(vocabulary: Vocabulary, text: str) -> list[bytes]:
     """``text`` pre-tokenized the way the vocabulary's Tokenizer does it (its pattern and
     normalizer), as UTF-8 pieces: the inputs an encoder sees inside the pipeline."""
-    from .pretokenize import NORMALIZERS, RegexPretokenizer, WholeText
+    from .pretokenize import NORMALIZERS, pretokenizer_for
 
     if vocabulary.normalizer not in NORMALIZERS:  # a component pipeline (tokenizer.json, SentencePiece)
         from .hf_pipeline import HFPipeline
 
         return HFPipeline(vocabulary, None).piece_bytes(text)
     normalize, _ = NORMALIZERS[vocabulary.normalizer]
-    splitter = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
+    splitter = pretokenizer_for(vocabulary)
     return [p.encode("utf-8", "surrogatepass") for p in splitter.split(normalize(text))]
 
 

@@ -56,6 +56,16 @@ class WholeText:
         return [text] if text else []
 
 
+def pretokenizer_for(vocabulary) -> Pretokenizer:
+    """The reference pre-tokenizer of a vocabulary: llama.cpp's for GGUF files, else its pattern's."""
+    llama_pre = (vocabulary.llama_cpp or {}).get("pre")
+    if llama_pre:
+        from .llama_cpp_split import LlamaCppPretokenizer
+
+        return LlamaCppPretokenizer(llama_pre)
+    return RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
+
+
 # ----------------------------------------------------------------------------- normalizers
 def normalize_none(text: str) -> str:
     return text

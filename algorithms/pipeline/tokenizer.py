@@ -39,7 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
-from .pretokenize import NORMALIZERS, RegexPretokenizer, WholeText
+from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
 
@@ -130,6 +130,7 @@ class Tokenizer:
             vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = vocabulary
         self._hf = None
+        self._carver = self._unencodable = None
         if vocabulary.pipeline is not None and vocabulary.normalizer == "pipeline":
             self._init_component_pipeline(vocabulary, algorithm, pretokenizer)
             return
@@ -153,7 +154,7 @@ class Tokenizer:
 
             pretokenizer = CompiledPretokenizer(compiled_name)
         if pretokenizer == "regex":
-            pretokenizer = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
+            pretokenizer = pretokenizer_for(vocabulary)
         self.pretokenizer = pretokenizer
         self._fused = None
         if type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable():
@@ -167,6 +168,18 @@ class Tokenizer:
         # every special token starts with this (tiktoken's "<|"): a text without it has none
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
+        self._init_llama_cpp(vocabulary)
+
+    def _init_llama_cpp(self, vocabulary: Vocabulary) -> None:
+        """llama.cpp's special-token rules (GGUF files): its carver cuts the special tokens out,
+        and the pipeline (plain or component) encodes each stretch between them."""
+        if vocabulary.llama_cpp is None:
+            return
+        from .llama_cpp_specials import LlamaCppCarver, missing_bytes_regex
+
+        self._carver = LlamaCppCarver(vocabulary)
+        if vocabulary.rule == "merges":
+            self._unencodable = missing_bytes_regex(vocabulary)
 
     def _init_component_pipeline(self, vocabulary: Vocabulary, algorithm, pretokenizer) -> None:
         """The HF-semantics component pipeline of ``vocabulary.pipeline`` (see ``hf_pipeline``)."""
@@ -185,6 +198,7 @@ class Tokenizer:
             default = "naive" if symbol_level else default_encoder_name(vocabulary)
             self.encoder = make_encoder(algorithm or default, vocabulary)
         self._hf = HFPipeline(vocabulary, self.encoder)
+        self._init_llama_cpp(vocabulary)  # a GGUF SentencePiece file: llama.cpp carves, the pipeline encodes
         self.pretokenizer = _ComponentPieces(self._hf)
         self._fused = None
         self._normalize = self._denormalize = None
@@ -271,7 +285,14 @@ class Tokenizer:
         return self._reference(valid_text(text))
 
     def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` treating special-token literals as plain text."""
+        """Encode ``text`` treating special-token literals as plain text (but for literals a
+        GGUF file says are always cut out, llama.cpp's USER_DEFINED tokens)."""
+        if self._carver is not None and self._carver.always:
+            return self._join(self._carver.segments(text, frozenset()))
+        return self._encode_plain(text)
+
+    def _encode_plain(self, text: str) -> list[int]:
+        """Ids of ``text`` with no special token carved out."""
         if self._fused is not None and text:
             return self._fused.encode_list(utf8(self._normalize(text)))
         if self._hf is not None:
@@ -282,6 +303,8 @@ class Tokenizer:
     def _reference(self, text: str) -> list[int]:
         """Ids of normalized ``text`` through ``pretokenizer.split`` and the encoder."""
         pieces = self.pretokenizer.split(text)
+        if self._unencodable is not None:
+            return self._reference_dropping(pieces)
         lookup = self._lookup
         if lookup is None:
             out = self.encoder.encode_pieces(p.encode("utf-8", "surrogatepass") for p in pieces)
@@ -296,6 +319,22 @@ class Tokenizer:
             else:
                 out.extend(encode(data))
         return self._expand_hidden(out) if self.vocabulary.hidden else out
+
+    def _reference_dropping(self, pieces: list[str]) -> list[int]:
+        """llama.cpp drops the bytes a byte-level GGUF vocabulary has no token for (Falcon's lacks
+        some control bytes): the rest of each piece is encoded around them, as BPE there never
+        merges across such a byte."""
+        out: list[int] = []
+        for piece in pieces:
+            data = piece.encode("utf-8", "surrogatepass")
+            parts = [part for part in self._unencodable.split(data) if part]
+            whole = self._lookup(data) if self._lookup is not None and parts == [data] else None
+            if whole is not None:
+                out.append(whole)
+            else:
+                for part in parts:
+                    out.extend(self.encoder.encode(part))
+        return out
 
     def _expand_hidden(self, ids: list[int]) -> list[int]:
         """Replace helper tokens (partial SentencePiece characters) by byte-fallback ids."""
@@ -316,7 +355,7 @@ class Tokenizer:
             return frozenset()  # fast path: no special-token literal can occur in the text
         allowed = frozenset(specials) if allowed_special == "all" else frozenset(allowed_special)
         if disallowed_special == "all":
-            disallowed = frozenset(specials) - allowed
+            disallowed = frozenset(specials) - allowed - (self._carver.always if self._carver else frozenset())
         else:
             disallowed = frozenset(disallowed_special)
         if disallowed:
@@ -327,6 +366,8 @@ class Tokenizer:
 
     def _segments(self, text: str, allowed: frozenset[str]) -> list[str | int]:
         """``text`` cut at allowed special tokens: ordinary text pieces and special ids."""
+        if self._carver is not None:
+            return self._carver.segments(text, allowed)
         if not allowed or self._special_regex is None:
             return [text]
         specials = self.vocabulary.special_tokens
@@ -354,17 +395,20 @@ class Tokenizer:
         permitted (``disallowed_special=()``) raises DisallowedSpecialError.
         """
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
-        if self._hf is not None:
+        if self._hf is not None and self._carver is None:
             # added tokens may match after normalization: allow by name, not by what the raw text shows
             allowed = frozenset(self.vocabulary.special_tokens) if allowed_special == "all" else frozenset(
                 allowed_special)
             return self._hf.encode(valid_text(text), lambda token: token.content in allowed)
+        return self._join(self._segments(text, allowed))
+
+    def _join(self, segments: list[str | int]) -> list[int]:
         out: list[int] = []
-        for segment in self._segments(text, allowed):
+        for segment in segments:
             if isinstance(segment, int):
                 out.append(segment)
             else:
-                out.extend(self.encode_ordinary(segment))
+                out.extend(self._encode_plain(segment))
         return out
 
     def encode_ordinary_batch(self, texts: Iterable[str]) -> list[list[int]]:
@@ -401,6 +445,8 @@ class Tokenizer:
 
     def count(self, text: str) -> int:
         """``len(encode_ordinary(text))`` without building the list."""
+        if self._carver is not None and self._carver.always:
+            return len(self.encode_ordinary(text))
         return len(self._ids_array(text))
 
     # ------------------------------------------------------------------ chunking

@@ -5,7 +5,10 @@
 * ``issue25_fixture``: ``bytelevel_bpe.json`` with another Split pattern (issue 25);
 * ``gguf_from_hf_fixture`` / ``gguf_from_spm_fixture``: GGUF files (``gguf.GGUFWriter``)
   holding the tokenizer of ``bytelevel_bpe.json`` / ``spm_bpe.model``, as llama.cpp's
-  converters write them.
+  converters write them;
+* ``llama_cpp_variant``: the GGUF files whose llama.cpp ids ``llama_cpp_golden.json.gz``
+  holds (``make_llama_cpp_golden.py``): ``whole_text_bpe.json`` under every llama.cpp
+  pre-tokenizer type, with special tokens of every kind added, and SentencePiece variants.
 
 Used by ``tests/test_loaders.py`` and ``tests/test_tokenizer.py`` (import with
 ``sys.path`` pointing here).
@@ -20,6 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 HF_FIXTURE = HERE / "bytelevel_bpe.json"
 SPM_FIXTURE = HERE / "spm_bpe.model"
+WHOLE_TEXT_FIXTURE = HERE / "whole_text_bpe.json"
+LLAMA_CPP_GOLDEN = HERE / "llama_cpp_golden.json.gz"
 
 # SentencePiece / GGUF piece types
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -87,7 +92,9 @@ def tiny_spm_pieces() -> list[tuple[str, float, int]]:
 
 # ----------------------------------------------------------------------------- GGUF
 def write_gguf(path: Path, *, model: str, tokens: list[str], types: list[int], scores=None, merges=None,
-               pre: str | None = None) -> Path:
+               pre: str | None = None, **keys) -> Path:
+    """A GGUF file with only tokenizer metadata; ``keys`` are more ``GGUFWriter.add_<key>(value)`` calls
+    (``name``, ``add_space_prefix``, ``bos_token_id``, ``add_bos_token`` ...)."""
     import gguf
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_tokenizer_model(model)
@@ -99,6 +106,8 @@ def write_gguf(path: Path, *, model: str, tokens: list[str], types: list[int], s
         writer.add_token_scores(scores)
     if merges is not None:
         writer.add_token_merges(merges)
+    for key, value in keys.items():
+        getattr(writer, f"add_{key}")(value)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -125,3 +134,79 @@ def gguf_from_spm_fixture(path: Path) -> Path:
              else NORMAL for i in ids]
     return write_gguf(path, model="llama", tokens=[sp.id_to_piece(i) for i in ids], types=kinds,
                       scores=[sp.get_score(i) for i in ids])
+
+
+# ----------------------------------------------------------------------------- llama.cpp variants
+#: tokens appended to the fixtures for llama.cpp's special-token rules: (text, GGUF token type).
+#: USER_DEFINED ones are cut even from ordinary text, longest first ("   " before "  "; "x><y"
+#: before "<x>" although "<x>" starts first); "<|im_end|>" and "<|fim_prefix|>" are typed NORMAL
+#: but llama.cpp retypes them CONTROL by their text; "<|channel|>" is retyped USER_DEFINED.
+BPE_EXTRA_TOKENS = [("<mask>", USER_DEFINED), ("   ", USER_DEFINED), ("  ", USER_DEFINED), ("<x>", USER_DEFINED),
+                    ("x><y", CONTROL), ("<|im_end|>", NORMAL), ("<|channel|>", CONTROL),
+                    ("<|fim_prefix|>", NORMAL), ("[PAD7]", UNKNOWN), ("<s>", CONTROL), ("</s>", CONTROL),
+                    ("<unk>", UNKNOWN)]
+#: (a model named Phi-3 must have <unk>, <s>, </s> and <|endoftext|>: llama.cpp sets their attributes)
+SPM_EXTRA_TOKENS = [("<mask>", USER_DEFINED), ("<|user|>", CONTROL), ("<|end|>", NORMAL), ("<|endoftext|>", CONTROL)]
+
+
+#: a byte the whole-text fixture never merges (control byte 0x03); the "missing-byte" variant
+#: renames its token, so the vocabulary has no token for it and llama.cpp drops it from its output
+MISSING_BYTE_TOKEN = ("\u0103", "<no-byte-03>")
+
+
+def _whole_text_tokens() -> tuple[list[str], list[int], list[str]]:
+    data = json.loads(WHOLE_TEXT_FIXTURE.read_text(encoding="utf-8"))
+    by_id = {i: t for t, i in data["model"]["vocab"].items()}
+    specials = {t["id"] for t in data["added_tokens"]}
+    tokens = [by_id[i] for i in range(len(by_id))]
+    types = [CONTROL if i in specials else NORMAL for i in range(len(tokens))]
+    clash = {t for t, _ in BPE_EXTRA_TOKENS} & set(tokens)
+    if clash:
+        raise ValueError(f"trained tokens {sorted(clash)} duplicate added ones; retrain without them")
+    tokens += [t for t, _ in BPE_EXTRA_TOKENS]
+    types += [k for _, k in BPE_EXTRA_TOKENS]
+    return tokens, types, [" ".join(m) for m in data["model"]["merges"]]
+
+
+def llama_cpp_variants() -> dict[str, dict]:
+    """Variant name -> how to build it (``llama_cpp_variant``'s keyword arguments)."""
+    from bpebench.algorithms.formats.llama_cpp_pre import PRE_NAMES, PRE_TYPES
+
+    variants: dict[str, dict] = {}
+    for name, pre in PRE_NAMES.items():  # one name per pre-tokenizer type (the table's first)
+        if PRE_TYPES[pre.type].byte_encode and not any(v.get("type") == pre.type for v in variants.values()):
+            variants[f"pre:{name}"] = {"model": "gpt2", "pre": name, "type": pre.type}
+    variants["pre:(missing)"] = {"model": "gpt2", "pre": None, "type": "default"}
+    variants["rstrip:phi3"] = {"model": "gpt2", "pre": "gpt-2", "keys": {"name": "Phi3"}}
+    variants["lstrip:jina-v2-code"] = {"model": "gpt2", "pre": "jina-v2-code"}
+    variants["bos-eos:llama-bpe"] = {"model": "gpt2", "pre": "llama-bpe", "keys": {
+        "bos_token_id": 0, "eos_token_id": 1, "add_eos_token": True}}
+    variants["missing-byte:gpt-2"] = {"model": "gpt2", "pre": "gpt-2", "rename": MISSING_BYTE_TOKEN}
+    variants["spm"] = {"model": "llama"}
+    variants["spm:no-space-prefix"] = {"model": "llama", "keys": {"add_space_prefix": False}}
+    variants["spm:phi3"] = {"model": "llama", "keys": {"name": "Phi3", "add_bos_token": False}}
+    return variants
+
+
+def llama_cpp_variant(path: Path, variant: str) -> Path:
+    """Write the GGUF file of one ``llama_cpp_variants()`` entry."""
+    spec = llama_cpp_variants()[variant]
+    keys = dict(spec.get("keys", {}))
+    if spec["model"] == "gpt2":
+        tokens, types, merges = _whole_text_tokens()
+        if "rename" in spec:
+            old, new = spec["rename"]
+            if any(old in merge.split(" ") for merge in merges):
+                raise ValueError(f"the fixture merges {old!r}; rename another byte")
+            tokens[tokens.index(old)] = new
+        return write_gguf(path, model="gpt2", tokens=tokens, types=types, merges=merges, pre=spec["pre"], **keys)
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(SPM_FIXTURE))
+    ids = range(sp.get_piece_size())
+    kinds = [CONTROL if sp.is_control(i) else UNKNOWN if sp.is_unknown(i) else BYTE if sp.is_byte(i)
+             else NORMAL for i in ids]
+    tokens = [sp.id_to_piece(i) for i in ids] + [t for t, _ in SPM_EXTRA_TOKENS]
+    kinds += [k for _, k in SPM_EXTRA_TOKENS]
+    scores = [sp.get_score(i) for i in ids] + [0.0] * len(SPM_EXTRA_TOKENS)
+    return write_gguf(path, model="llama", tokens=tokens, types=kinds, scores=scores, **keys)
