@@ -4,7 +4,8 @@
 library that judges it, the bpebench algorithm and how special-token literals are read.
 The library is one of
 
-* ``tiktoken``, ``hf`` (HF ``tokenizers``), ``sentencepiece``: built from the same file by
+* ``tiktoken``, ``hf`` (HF ``tokenizers``), ``sentencepiece``, ``mistral-common`` (its
+  ``Tekkenizer``, for ``tekken.json``): built from the same file by
   :mod:`bpebench.algorithms.peers`;
 * ``golden``: llama.cpp-style golden files (:func:`bpebench.properties.parity_inputs.read_golden`),
   whose documents carry the ids llama.cpp's test expects;
@@ -37,9 +38,11 @@ from bpebench.errors import BpebenchError
 from .parity_inputs import Document, has_golden
 
 #: ``--against`` names -> peer names in :mod:`bpebench.algorithms.peers`
-LIBRARIES = {"tiktoken": "tiktoken", "hf": "hf-tokenizers", "sentencepiece": "sentencepiece"}
+LIBRARIES = {"tiktoken": "tiktoken", "hf": "hf-tokenizers", "sentencepiece": "sentencepiece",
+             "mistral-common": "mistral-common"}
 #: file format (as the loaders sniff it) -> its own library
-OWN_LIBRARY = {"tiktoken": "tiktoken", "hf": "hf", "sentencepiece": "sentencepiece", "gguf": "golden"}
+OWN_LIBRARY = {"tiktoken": "tiktoken", "hf": "hf", "sentencepiece": "sentencepiece", "tekken": "mistral-common",
+               "gguf": "golden"}
 SPECIAL_MODES = ("text", "parse")
 #: ids shown around the first difference, before it and in all
 WINDOW_BEFORE, WINDOW = 3, 12
@@ -57,6 +60,7 @@ class ParitySpec:
     special: str = "text"
     keep: int = 5  # mismatches kept in full per partition
     pattern: str | None = None  # pre-tokenizer for a vocabulary file that carries none (name or regex)
+    kind: str | None = None  # the file's format, when not recognised by content (--format)
     instance: str = ""  # set when bpebench's side is a Tokenizer object given by the caller (this process only)
 
 
@@ -153,37 +157,20 @@ class Sides:
 
 
 def load(spec: ParitySpec):
-    """The spec's vocabulary, with ``spec.pattern`` as its pre-tokenizer when given."""
+    """The spec's vocabulary (``spec.kind`` forcing its format), with ``spec.pattern`` as its
+    pre-tokenizer when given.
+
+    A pattern is only for files that carry none (rank files): a file's own pre-tokenizer is
+    what its library uses, and replacing it on one side would compare something else.
+    """
     from bpebench.algorithms.formats import load_vocabulary
 
-    vocab = load_vocabulary(spec.vocabulary)
-    return vocab if spec.pattern is None else with_pattern(vocab, spec.pattern)
-
-
-def with_pattern(vocab, pattern: str):
-    """A copy of ``vocab`` that pre-tokenizes with ``pattern`` (a pattern name or a regex).
-
-    Only for vocabularies that carry no pattern (rank files): a file's own pre-tokenizer is
-    what its library uses, and overriding it would compare something else.
-    """
-    import copy
-
-    import regex
-
-    from bpebench.algorithms.formats.patterns import PATTERNS, resolve_pattern
-
+    vocab = load_vocabulary(spec.vocabulary, kind=spec.kind)
+    if spec.pattern is None:
+        return vocab
     if vocab.pattern:
         raise BpebenchError(f"{vocab.name} has its own pre-tokenizer; --pattern is for files that carry none")
-    try:
-        regex.compile(resolve_pattern(pattern))
-    except regex.error as exc:
-        raise BpebenchError(f"--pattern {pattern!r} is neither a pattern name ({', '.join(PATTERNS)}) nor a"
-                            f" valid regex: {exc}") from None
-    patterned = copy.copy(vocab)
-    for memo in ("_encoders", "_fused_pipelines"):  # built for the original; rebuilt for this pattern
-        patterned.__dict__.pop(memo, None)
-    patterned.pattern = pattern
-    return patterned
+    return load_vocabulary(spec.vocabulary, kind=spec.kind, pattern=spec.pattern)
 
 
 def build_tokenizer(spec: ParitySpec):

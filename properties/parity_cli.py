@@ -43,6 +43,7 @@ def cmd_parity(args) -> int:
         algorithm=args.algorithm, special=args.special, out=args.out, resume=args.resume, workers=args.workers,
         scheduler=args.scheduler, size=args.size, errors=args.errors, doc_bytes=args.doc_bytes,
         partition_bytes=args.partition_bytes, show=args.show, quiet=args.quiet, pattern=args.pattern,
+        kind=args.format,
     )
     s = report.summary
     ours = f"bpebench ({report.spec.algorithm})"
@@ -104,6 +105,8 @@ def register(subparsers) -> None:
     p.add_argument("--pattern", default=None, metavar="NAME_OR_REGEX",
                    help="pre-tokenizer of a rank file that carries none (gpt2, cl100k, o200k, llama3, qwen2 or a"
                         " regex), for both sides")
+    p.add_argument("--format", default=None, metavar="FORMAT",
+                   help="the file's format instead of recognising it: tiktoken, hf, spm, gguf or tekken")
     p.add_argument("--special", choices=("text", "parse"), default="text",
                    help="special-token literals: ordinary text on both sides (default, as llama.cpp's test and"
                         " tiktoken's encode_ordinary), or parsed by each side")

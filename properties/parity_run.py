@@ -299,12 +299,12 @@ def run_parity(vocabulary: str, *, against: str = "auto", sources: Sequence[str]
                resume: bool = False, workers: int | None = None, scheduler: str | None = None,
                size: int | None = None, errors: str = "strict", doc_bytes: int = DEFAULT_DOC_BYTES,
                partition_bytes: int = DEFAULT_PARTITION_BYTES, keep: int = 5, show: int = 3,
-               quiet: bool = True, pattern: str | None = None, tokenizer=None,
+               quiet: bool = True, pattern: str | None = None, kind: str | None = None, tokenizer=None,
                log: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> ParityReport:
     """Compare ``vocabulary`` (a built-in name or a path) with its library on the inputs.
 
     ``pattern`` (a pattern name or regex) pre-tokenizes a vocabulary file that carries none
-    (a bare rank file), on both sides.
+    (a bare rank file), on both sides; ``kind`` forces the file's format (``--format``).
     ``sources`` are corpus names, files or directories (default: the hard-string set),
     ``texts`` single documents. ``workers``: None decides by input size (in this process
     below :data:`IN_PROCESS_BYTES`), 0 forces this process, N a LocalCluster of N processes;
@@ -333,7 +333,7 @@ def run_parity(vocabulary: str, *, against: str = "auto", sources: Sequence[str]
     if tokenizer is not None:
         vocab = tokenizer.vocabulary
     else:
-        vocab = parity.load(ParitySpec(where, "", pattern=pattern))
+        vocab = parity.load(ParitySpec(where, "", pattern=pattern, kind=kind))
     library, golden = resolve_library(vocab, against)
     if not vocab.pattern and parity.source_format(vocab) == "tiktoken":
         from bpebench.algorithms.formats.patterns import PATTERNS
@@ -342,7 +342,7 @@ def run_parity(vocabulary: str, *, against: str = "auto", sources: Sequence[str]
                             f" ({', '.join(PATTERNS)} or a regex)")
     if golden and (sources or texts):
         raise BpebenchError("llama.cpp golden files bring their own texts: --corpus and --text cannot be added")
-    spec = ParitySpec(where, library, algorithm, special, keep, pattern=pattern)
+    spec = ParitySpec(where, library, algorithm, special, keep, pattern=pattern, kind=kind)
     tok = tokenizer if tokenizer is not None else parity.build_tokenizer(spec)
     spec = replace(spec, algorithm=tok.encoder.name, instance=f"object {id(tok)}" if tokenizer is not None else "")
     _SIDES[spec] = Sides(spec, tok)  # both sides built here first: either failing is one line, before any worker
@@ -368,8 +368,8 @@ def _run(spec: ParitySpec, vocab, library: str, golden: str | None, sources: Seq
         inputs = ", ".join([*(["--text"] * bool(texts)), *sources])
         identity_inputs = {"sources": sources, "texts": hashlib.sha256(json.dumps(list(texts)).encode()).hexdigest(),
                            "size": size, "errors": errors, "doc_bytes": doc_bytes}
-    meta = {"vocabulary": spec.vocabulary, "fingerprint": vocab.fingerprint, "pattern": spec.pattern,
-            "library": library, "library_version": library_label(library), "algorithm": spec.algorithm,
+    meta = {"vocabulary": spec.vocabulary, "file_format": spec.kind, "fingerprint": vocab.fingerprint,
+            "pattern": spec.pattern, "library": library, "library_version": library_label(library), "algorithm": spec.algorithm,
             "special": spec.special, "partition_bytes": partition_bytes, "keep": spec.keep, **identity_inputs}
     directory = Path(out) if out is not None else default_directory(vocab.name, library, meta)
 

@@ -23,6 +23,7 @@ Peers (all built offline from data in installed wheels or from the vocabulary):
 ``hf-tokenizers``  ``tokenizers.Tokenizer``: the ``tokenizer.json`` itself, or a byte-level
                    BPE converted from a ranks vocabulary (merges from its derived splits)
 ``sentencepiece``  ``SentencePieceProcessor`` on the ``.model`` file
+``mistral-common`` ``Tekkenizer`` on a ``tekken.json`` file
 ``bpe-openai``     its bundled ``cl100k_base`` / ``o200k_base``
 ``quicktok``       its bundled ``cl100k_base`` / ``o200k_base`` / ``qwen3``
 ``rs-bpe``         its bundled ``cl100k_base`` / ``o200k_base`` (raw BPE by backtracking)
@@ -329,6 +330,31 @@ def _spm_build(vocab: Vocabulary) -> Peer:
     )
 
 
+# ----------------------------------------------------------------------------- mistral-common (tekken.json)
+def _tekken_unsupported(vocab: Vocabulary) -> str | None:
+    if _source_kind(vocab) != "tekken":
+        return "mistral-common's Tekkenizer only reads its own tekken.json files"
+    return None
+
+
+def _tekken_build(vocab: Vocabulary) -> Peer:
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+    tekken = Tekkenizer.from_file(vocab.source)
+
+    def encode(text: str) -> list[int]:
+        return tekken.encode(text, bos=False, eos=False)
+
+    return Peer(
+        name="mistral-common", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=encode,
+        encode_special_fn=encode,  # Tekkenizer never parses special tokens out of text
+        decode_fn=tekken.decode,
+        piece_fn=tekken.id_to_byte_piece,
+        note="Tekkenizer.encode(bos=False, eos=False)",
+    )
+
+
 # ----------------------------------------------------------------------------- bundled vocabularies
 _OPENAI = ("cl100k_base", "o200k_base")
 
@@ -395,6 +421,7 @@ PEERS: dict[str, PeerSpec] = {
         PeerSpec("tiktoken", "tiktoken", "tiktoken", _tiktoken_unsupported, _tiktoken_build),
         PeerSpec("hf-tokenizers", "tokenizers", "tokenizers", _hf_unsupported, _hf_build),
         PeerSpec("sentencepiece", "sentencepiece", "sentencepiece", _spm_unsupported, _spm_build),
+        PeerSpec("mistral-common", "mistral-common", "mistral_common", _tekken_unsupported, _tekken_build),
         PeerSpec("bpe-openai", "bpe-openai", "bpe_openai", _bundled_unsupported(_OPENAI), _bpe_openai_build),
         PeerSpec("quicktok", "quicktok-v1", "quicktok", _bundled_unsupported(tuple(_QUICKTOK_NAMES)),
                  _quicktok_build),
