@@ -19,7 +19,8 @@ import time
 from bpebench.errors import BpebenchError
 
 #: modules that add sub-commands with ``register(subparsers)``
-COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli")
+COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli",
+                   "bpebench.properties.parity_cli")
 
 
 class _Parser(argparse.ArgumentParser):
