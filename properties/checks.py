@@ -19,7 +19,8 @@ check id               property
 ``appending``          incremental counter (push / truncate) = count of a fresh encode
 ``prepending``         incremental counter, growing at the front
 ``interval``           interval counts equal the count of the slice (all intervals of short texts)
-``split-at-n``         ``chunking.split_at_tokens``: <= n tokens, and no longer prefix fits
+``split-at-n``         ``chunking.split_at_tokens`` = the longest prefix with <= n tokens
+``count-till-limit``   ``chunking.count_till_limit`` = the count when <= limit, else None
 ``minimal-bound``      a minimal-count encoder never uses more tokens than BPE
 =====================  ==========================================================
 
@@ -42,7 +43,7 @@ from bpebench.algorithms.formats.vocabulary import Vocabulary
 
 from . import adapters, oracles
 from .guard import CheckFailed, GuardedEncoder, VocabularyRefused, construct, guarded_call, refusal, shown
-from .strategies import PINNED, pipeline_texts, vocabulary_and_input, vocabulary_specs
+from .strategies import PINNED, pipeline_texts, pipeline_vocabulary_specs, vocabulary_and_input, vocabulary_specs
 from .vocabularies import alphabet_of, producible_ids, resolve, trained_spec
 
 #: the kinds of vocabulary a check can run on: "random" (drawn trained vocabularies) or a spec
@@ -140,6 +141,13 @@ def _bytes_payload(kind: str, max_size: int = 64) -> st.SearchStrategy[dict]:
 
 def _pinned_bytes(kind: str) -> list[dict]:
     return [{"vocab": v, "data": d} for v, d in PINNED] if kind == RANDOM else []
+
+
+def _pinned_chunking(kind: str) -> list[dict]:
+    """The issue's case: mistral_v1's prefix counts go 2, 3, 2 over ``****``, ``*****``, ``******``."""
+    if kind == "mistral_v1":
+        return [{"vocab": kind, "text": "******0", "n": 2, "pipeline": True, "allowed": []}]
+    return []
 
 
 def _is_tiktoken_real(kind: str) -> str | None:
@@ -272,7 +280,10 @@ class _AsEncoder(Encoder):
         self.guarded = guarded
 
     def encode(self, data: bytes) -> list[int]:
-        return self.guarded.encode(data)
+        return self.guarded.encode(bytes(data))
+
+    def count(self, data: bytes) -> int:
+        return self.guarded.count(bytes(data))
 
     def encode_pieces(self, pieces) -> list[int]:
         return self.guarded.encode_pieces(pieces)
@@ -339,55 +350,152 @@ def _interval_payload(draw, kind: str) -> dict:
     return {**p, "queries": [list(q) for q in queries]}
 
 
-def check_split_at_n(ctx: Context, p: dict) -> None:
-    """``chunking.split_at_tokens(text, n)`` with this encoder: a prefix on a character
-    boundary with at most ``n`` tokens, and (exact encoders) no longer prefix fits.
+class _Chunking:
+    """Run a chunking function with the encoder under test, compare with the definition, and say
+    whose fault a difference is.
 
-    On ``random`` vocabularies the encoder runs alone (positions are bytes of UTF-8
-    text); on real ones it runs inside a Tokenizer (the pipeline's counts).
+    The definition is brute force over every character boundary, with the reference's counts
+    (``naive``, or a Tokenizer on ``naive``) for an exact encoder and the encoder's own counts for an
+    approximate one. When the result differs, every encoder call the chunking made is compared
+    with the reference on the same input: a call that differs makes it the encoder's failure;
+    otherwise it is a fault of the chunking itself, reported as such.
     """
+
+    def __init__(self, ctx: Context, p: dict) -> None:
+        from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+
+        self.ctx, self.p = ctx, p
+        self.enc = ctx.encoder(p["vocab"])
+        self.vocab = self.enc.vocab
+        self.exact = "exact" in getattr(ctx.cls, "capabilities", ())
+        self.pipeline = bool(p.get("pipeline"))
+        self.allowed = p.get("allowed") or frozenset()
+        if self.allowed != "all":
+            self.allowed = frozenset(self.allowed)
+        self.text = p["text"] if self.pipeline else (p["data"] if "data" in p else p["text"].encode("utf-8"))
+        self.user = Tokenizer(self.vocab, algorithm=_as_encoder(ctx, self.enc)) if self.pipeline else \
+            _as_encoder(ctx, self.enc)
+        if self.pipeline and self.exact:
+            self.reference = Tokenizer(self.vocab, algorithm="naive")
+
+    def count(self, prefix) -> int:
+        """The definition's count: the reference's (exact encoders) or the encoder's own."""
+        if not self.pipeline:
+            if self.exact:
+                return len(oracles.reference(self.vocab, bytes(prefix)))
+            return self.enc.count(bytes(prefix))
+        tokenizer = self.reference if self.exact else self.user
+        if self.allowed:
+            return len(tokenizer.encode(prefix, allowed_special=self.allowed, disallowed_special=()))
+        return tokenizer.count(prefix)
+
+    def boundaries(self) -> list[int]:
+        if isinstance(self.text, str):
+            return list(range(len(self.text) + 1))
+        data = self.text
+        return [0] + [i for i in range(1, len(data) + 1) if i == len(data) or (data[i] & 0xC0) != 0x80]
+
+    def run(self, what: str, fn):
+        """``fn()`` with the encoder's calls recorded: (result, recorded calls)."""
+        self.enc.record = calls = []
+        try:
+            result = guarded_call(what, fn, timeout=None)
+        finally:
+            self.enc.record = None
+        return result, calls
+
+    def blame(self, calls, message: str) -> CheckFailed:
+        """The failure: the encoder's (a recorded call that differs from the reference) or the chunking's."""
+        if self.exact:
+            for method, arg, result in calls:
+                expected = _reference_result(self.vocab, method, arg)
+                if expected is not None and result != expected:
+                    return CheckFailed(f"{message}; the encoder is wrong on a call the chunking made: "
+                                       f"{_call_text(method, arg)} = {_shown_result(self.vocab, result)}, the reference"
+                                       f" gives {_shown_result(self.vocab, expected)}", _call_bytes(method, arg))
+        return CheckFailed(f"chunking fault (not the encoder's: every one of its {len(calls)} encoder calls agrees"
+                           f" with the reference): {message}")
+
+
+def _reference_result(vocab: Vocabulary, method: str, arg):
+    if method == "encode":
+        return oracles.reference(vocab, arg)
+    if method == "count":
+        return len(oracles.reference(vocab, arg))
+    if method == "encode_pieces":
+        return [t for piece in arg for t in oracles.reference(vocab, piece)]
+    return None
+
+
+def _call_text(method: str, arg) -> str:
+    if method == "encode_pieces":
+        return f"encode_pieces({[shown(x, 24) for x in arg[:6]]}{'...' if len(arg) > 6 else ''})"
+    return f"{method}({shown(arg) if isinstance(arg, bytes) else arg})"
+
+
+def _call_bytes(method: str, arg) -> bytes | None:
+    if isinstance(arg, bytes):
+        return arg
+    if method == "encode_pieces":
+        return b"".join(arg)
+    return None
+
+
+def _shown_result(vocab: Vocabulary, result) -> str:
+    return _tokens(vocab, result) if isinstance(result, list) else repr(result)
+
+
+def check_split_at_n(ctx: Context, p: dict) -> None:
+    """``chunking.split_at_tokens(text, n)`` with this encoder equals the definition: the longest
+    prefix on a character boundary whose own encoding has at most ``n`` tokens (counts need not
+    grow with the prefix). Raw bytes (``data``) or, with ``pipeline``, a Tokenizer on a ``text``
+    (``allowed`` special tokens carved)."""
     from bpebench.algorithms.pipeline.chunking import split_at_tokens
-    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
-    enc, text, n = ctx.encoder(p["vocab"]), p["text"], p["n"]
-    vocab = enc.vocab
-    exact = "exact" in getattr(ctx.cls, "capabilities", ())
-    pipeline = bool(p.get("pipeline"))
-    user = Tokenizer(vocab, algorithm=_as_encoder(ctx, enc)) if pipeline else _as_encoder(ctx, enc)
+    run = _Chunking(ctx, p)
+    n, text = p["n"], run.text
+    what = f"split_at_tokens({text[:40]!r}, {n})"
+    got, calls = run.run(what, lambda: split_at_tokens(text, n, encoder_or_tokenizer=run.user,
+                                                        allowed_special=run.allowed))
+    if type(got) is not type(text) or not text.startswith(got):
+        raise run.blame(calls, f"{what} = {got!r} is not a prefix of the text")
+    counts = {end: run.count(text[:end]) for end in run.boundaries()}
+    best = max(end for end, c in counts.items() if c <= n)
+    if len(got) != best:
+        used = counts.get(len(got))
+        why = "does not end on a character boundary" if used is None else f"has {used} tokens"
+        raise run.blame(calls, f"{what} = {got!r}, which {why}; the longest prefix with <= {n} tokens is"
+                               f" {text[:best]!r} ({counts[best]} tokens)")
 
-    def count(s: str) -> int:
-        """BPE's count for an exact encoder; an approximate encoder's chunk is measured by its own."""
-        if not exact:
-            return user.count(s) if pipeline else enc.count(s.encode("utf-8"))
-        if pipeline:
-            return Tokenizer(vocab, algorithm="naive").count(s)
-        return len(oracles.reference(vocab, s.encode("utf-8")))
 
-    prefix = guarded_call(f"split_at_tokens({text[:30]!r}, {n})",
-                          lambda: split_at_tokens(text, n, encoder_or_tokenizer=user), timeout=None)
-    if not isinstance(prefix, str) or not text.startswith(prefix):
-        raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r} is not a prefix of the text")
-    used = count(prefix)
-    if used > n:
-        raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r} has {used} tokens, more than {n}")
-    if not exact:
-        return
-    for end in range(len(prefix) + 1, len(text) + 1):
-        longer = count(text[:end])
-        if longer <= n:
-            raise CheckFailed(f"split_at_tokens({text[:40]!r}, {n}) = {prefix!r}, but the longer prefix"
-                              f" {text[:end]!r} has {longer} <= {n} tokens")
+def check_count_till_limit(ctx: Context, p: dict) -> None:
+    """``chunking.count_till_limit(text, limit)`` is the count when it is at most ``limit``, else None."""
+    from bpebench.algorithms.pipeline.chunking import count_till_limit
+
+    run = _Chunking(ctx, p)
+    limit, text = p["n"], run.text
+    what = f"count_till_limit({text[:40]!r}, {limit})"
+    got, calls = run.run(what, lambda: count_till_limit(text, limit, encoder_or_tokenizer=run.user,
+                                                         allowed_special=run.allowed))
+    total = run.count(text)
+    expected = total if total <= limit else None
+    if got != expected:
+        raise run.blame(calls, f"{what} = {got!r}, but the text has {total} tokens (expected {expected!r})")
 
 
 @st.composite
-def _split_payload(draw, kind: str) -> dict:
-    if kind == RANDOM:
+def _chunking_payload(draw, kind: str) -> dict:
+    """Raw bytes on drawn vocabularies, or text through a whole pipeline: a drawn one (pattern,
+    normalizer, special tokens whose literals occur in the text) or a real vocabulary's."""
+    n = draw(st.integers(0, 12))
+    if kind == RANDOM and draw(st.booleans()):
         spec, data = draw(vocabulary_and_input(kind, max_size=40))
-        text = data.decode("utf-8", "ignore")  # the bytes that remain are the input's own
-        pipeline = False
-    else:
-        spec, text, pipeline = kind, draw(pipeline_texts(max_size=30)), True
-    return {"vocab": spec, "text": text, "n": draw(st.integers(0, 12)), "pipeline": pipeline}
+        return {"vocab": spec, "data": data, "n": n}
+    spec = draw(pipeline_vocabulary_specs()) if kind == RANDOM else kind
+    literals = list(resolve(spec).special_tokens)[:3]
+    text = draw(pipeline_texts(max_size=24 if kind == RANDOM else 30, extra=literals))
+    allowed = draw(st.sampled_from([[], "all"])) if literals else []
+    return {"vocab": spec, "text": text, "n": n, "pipeline": True, "allowed": allowed}
 
 
 def check_minimal_bound(ctx: Context, p: dict) -> None:
@@ -466,8 +574,12 @@ CHECKS: dict[str, Check] = {c.id: c for c in [
           pinned=lambda kind: [], real_fraction=0.2),
     Check("interval", "interval counts equal the count of the slice", check_interval,
           lambda kind: _interval_payload(kind), needs=frozenset({"interval"}), pinned=lambda kind: []),
-    Check("split-at-n", "chunking.split_at_tokens: a fitting prefix, and no longer prefix fits",
-          check_split_at_n, lambda kind: _split_payload(kind), pinned=lambda kind: [], real_fraction=0.3),
+    Check("split-at-n", "chunking.split_at_tokens: the longest prefix with <= n tokens (brute force)",
+          check_split_at_n, lambda kind: _chunking_payload(kind), pinned=lambda kind: _pinned_chunking(kind),
+          real_fraction=0.3),
+    Check("count-till-limit", "chunking.count_till_limit: the count if <= limit, else None",
+          check_count_till_limit, lambda kind: _chunking_payload(kind), pinned=lambda kind: _pinned_chunking(kind),
+          real_fraction=0.3),
     Check("minimal-bound", "never more tokens than BPE", check_minimal_bound, _bytes_payload,
           class_applies=_minimal_applies),
 ]}

@@ -181,7 +181,7 @@ def register(subparsers) -> None:
     p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT,
                    help=f"seconds per check before the worker is killed (default {DEFAULT_CHECK_TIMEOUT:g})")
     p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT,
-                   help=f"CPU seconds per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
+                   help=f"seconds (wall clock) per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
     p.add_argument("--no-isolate", action="store_true", help="run in this process (no protection from hangs in compiled code)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the message of passing checks too")
     p.set_defaults(func=cmd_verify)
@@ -193,7 +193,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-examples", type=int, default=200,
                    help="examples per check and round (default 200; the budget is checked between rounds)")
     p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT, help="seconds per check")
-    p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="CPU seconds per encoder call")
+    p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="seconds (wall clock) per encoder call")
     p.add_argument("--corollaries", action="store_true",
                    help="also run the corollary properties (properties/test_corollaries.py) each round")
     p.set_defaults(func=cmd_fuzz)

@@ -6,11 +6,11 @@ check*, never crash. Three layers do that:
 * :class:`GuardedEncoder` validates every result (a list of ints inside the
   vocabulary, an ``int`` count) and turns any exception into :class:`CheckFailed`
   with one line saying what was called on which input.
-* A per-call CPU-time limit (``setitimer(ITIMER_VIRTUAL)``, main thread only):
-  a Python-level loop that spins is interrupted with :class:`CallTimeout`, which
-  hypothesis then shrinks like any failure. CPU time, not wall time, so a busy
-  machine does not cause false alarms; the virtual timer leaves ``SIGALRM`` to
-  pytest-timeout.
+* A per-call wall-clock limit (:func:`call_time_limit`: a watchdog thread, ``SIGUSR2`` to the
+  main thread): a Python-level loop that spins, or a call that sleeps or blocks, is
+  interrupted with :class:`CallTimeout`, which hypothesis then shrinks like any failure.
+  ``SIGALRM`` stays with pytest-timeout. The default limit is generous (a busy machine
+  must not cause false alarms).
 * Compiled code (numba holds the GIL and never checks signals) cannot be
   interrupted in-process. The kit therefore runs checks in a worker process
   (``bpebench.properties.worker``); before each call the guard writes the input into a
@@ -20,6 +20,7 @@ check*, never crash. Three layers do that:
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import signal
 import struct
@@ -48,7 +49,7 @@ class CheckFailed(AssertionError):
 
 
 class CallTimeout(CheckFailed):
-    """An encoder call ran longer than the per-call CPU-time limit."""
+    """An encoder call ran longer than the per-call (wall-clock) time limit."""
 
 
 class VocabularyRefused(Exception):
@@ -124,24 +125,61 @@ class Probe:
 
 
 # ----------------------------------------------------------------------------- time limit
-def _raise_timeout(signum, frame):
-    raise CallTimeout("timed out")
+_SIGNAL = getattr(signal, "SIGUSR2", None)
+
+
+class _Deadline:
+    fired = False
+
+
+_armed: _Deadline | None = None  # the limit the watchdog signal may interrupt
+
+
+def _interrupt(signum, frame):
+    if _armed is not None and _armed.fired:
+        raise CallTimeout("timed out")
 
 
 @contextmanager
-def cpu_time_limit(seconds: float | None):
-    """Interrupt the body after ``seconds`` of CPU time (main thread only; else no limit)."""
-    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "ITIMER_VIRTUAL"):
+def call_time_limit(seconds: float | None):
+    """Interrupt the body after ``seconds`` of wall-clock time.
+
+    A watchdog thread waits for the deadline. In the main thread it sends ``SIGUSR2`` to it
+    (which also wakes a ``time.sleep`` or a blocking read; the handler, installed once, raises
+    :class:`CallTimeout` only for an expired limit, so a late signal is harmless); in another
+    thread it raises :class:`CallTimeout` there asynchronously (Python code only). Compiled code
+    that never returns to Python cannot be interrupted in-process: the kit's worker watchdog
+    kills the whole worker for that.
+    """
+    global _armed
+    if not seconds:
         yield
         return
-    previous = signal.signal(signal.SIGVTALRM, _raise_timeout)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    in_main = threading.current_thread() is threading.main_thread() and _SIGNAL is not None
+    if in_main and signal.getsignal(_SIGNAL) is not _interrupt:
+        signal.signal(_SIGNAL, _interrupt)
+    deadline, done, target = _Deadline(), threading.Event(), threading.get_ident()
+
+    def watchdog() -> None:
+        if done.wait(seconds):
+            return
+        deadline.fired = True
+        if in_main:
+            signal.pthread_kill(target, _SIGNAL)
+        else:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(CallTimeout))
+
+    previous, _armed = _armed, deadline
+    thread = threading.Thread(target=watchdog, name="bpebench-call-limit", daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
+        done.set()
+        thread.join()
+        _armed = previous
+        if deadline.fired and not in_main:  # withdraw an exception not delivered yet
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
 
 
 # ----------------------------------------------------------------------------- guarded calls
@@ -151,10 +189,10 @@ def guarded_call(what: str, fn: Callable, *args, timeout: float | None, probe: P
     if probe is not None and probe_data is not None:
         probe.write(probe_data, spec)
     try:
-        with cpu_time_limit(timeout):
+        with call_time_limit(timeout):
             return fn(*args)
     except CallTimeout:
-        raise CallTimeout(f"{what} did not return within {timeout:g} s of CPU time (hangs?)",
+        raise CallTimeout(f"{what} did not return within {timeout:g} s (hangs?)",
                           probe_data) from None
     except CheckFailed:
         raise
@@ -192,7 +230,16 @@ def as_count(what: str, out: Any) -> int:
 
 
 class GuardedEncoder:
-    """An encoder whose every call is validated, time-limited and probed."""
+    """An encoder whose every call is validated, time-limited, probed and remembered.
+
+    ``history`` holds every ``encode`` / ``count`` / ``encode_pieces`` / ``decode`` call since
+    construction as ``(method, argument)`` (up to :attr:`HISTORY_BYTES` of arguments), so that a
+    failure that depends on earlier calls can be replayed; while ``record`` is a list, each such
+    call is also appended to it with its result, so that a check can compare exactly the calls
+    that were made with the reference.
+    """
+
+    HISTORY_BYTES = 1 << 24
 
     def __init__(self, encoder, vocab: Vocabulary, *, timeout: float | None, probe: Probe | None = None) -> None:
         self.raw = encoder
@@ -201,9 +248,13 @@ class GuardedEncoder:
         self.probe = probe
         self.slowest_ok = 0.0
         self.spec = ""  # the vocabulary spec, for the probe
+        self.history: list[tuple[str, Any]] = []
+        self.history_complete = True
+        self._history_bytes = 0
+        self.record: list[tuple[str, Any, Any]] | None = None
 
     def call(self, what: str, fn: Callable, *args, probe_data: bytes | None = None) -> Any:
-        start = time.process_time()
+        start = time.perf_counter()
         try:
             out = guarded_call(what, fn, *args, timeout=self.timeout, probe=self.probe, probe_data=probe_data,
                                spec=self.spec)
@@ -214,34 +265,60 @@ class GuardedEncoder:
             if self.timeout:
                 self.timeout = min(self.timeout, max(0.25, 20 * self.slowest_ok))
             raise
-        self.slowest_ok = max(self.slowest_ok, time.process_time() - start)
+        self.slowest_ok = max(self.slowest_ok, time.perf_counter() - start)
         return out
 
     def reset_timeout(self, timeout: float | None) -> None:
         """Back to the full per-call limit (the kit calls this before each check)."""
         self.timeout = timeout
 
+    def _remember(self, method: str, arg, size: int) -> None:
+        if self._history_bytes + size > self.HISTORY_BYTES:
+            self.history_complete = False
+            return
+        self._history_bytes += size
+        self.history.append((method, arg))
+
+    def _recorded(self, method: str, arg, result):
+        if self.record is not None:
+            self.record.append((method, arg, result))
+        return result
+
     def encode(self, data: bytes) -> list[int]:
         what = f"encode({shown(data)})"
+        self._remember("encode", data, len(data))
         try:
-            return as_ids(what, self.call(what, self.raw.encode, data, probe_data=data), self.vocab)
+            ids = as_ids(what, self.call(what, self.raw.encode, data, probe_data=data), self.vocab)
         except CheckFailed as exc:
             exc.data = data
             raise
+        return self._recorded("encode", data, ids)
 
     def count(self, data: bytes) -> int:
         what = f"count({shown(data)})"
+        self._remember("count", data, len(data))
         try:
-            return as_count(what, self.call(what, self.raw.count, data, probe_data=data))
+            n = as_count(what, self.call(what, self.raw.count, data, probe_data=data))
         except CheckFailed as exc:
             exc.data = data
             raise
+        return self._recorded("count", data, n)
 
     def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        pieces = list(pieces)
-        what = f"encode_pieces({[shown(p, 24) for p in pieces]})"
-        return as_ids(what, self.call(what, self.raw.encode_pieces, pieces, probe_data=b"".join(pieces)),
-                      self.vocab)
+        pieces = [bytes(p) for p in pieces]
+        what = f"encode_pieces({[shown(p, 24) for p in pieces[:8]]}{'...' if len(pieces) > 8 else ''})"
+        self._remember("encode_pieces", pieces, sum(map(len, pieces)) + len(pieces))
+        ids = as_ids(what, self.call(what, self.raw.encode_pieces, pieces, probe_data=b"".join(pieces)),
+                     self.vocab)
+        return self._recorded("encode_pieces", pieces, ids)
+
+    def decode(self, ids: list[int]) -> bytes:
+        what = f"decode({ids[:12]}{'...' if len(ids) > 12 else ''})"
+        self._remember("decode", list(ids), len(ids))
+        out = self.call(what, self.raw.decode, list(ids))
+        if not isinstance(out, (bytes, bytearray)):
+            raise CheckFailed(f"{what} returned {type(out).__name__}, expected bytes")
+        return self._recorded("decode", list(ids), bytes(out))
 
 
 def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | None = None,

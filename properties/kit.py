@@ -15,8 +15,8 @@ parent gives every check ``check_timeout`` seconds and kills the worker when it
 overruns (compiled numba loops cannot be interrupted in-thread), records that
 check as failed with the input the worker was encoding (from the guard's probe
 file), and starts a fresh worker for the remaining checks. Inside the worker
-(and in-process) a Python-level hang is cut by the per-call CPU-time limit and
-shrunk like any failure. ``isolate=False`` runs in this process (used by the
+(and in-process) a Python-level hang, a sleep or a blocking call is cut by the
+per-call wall-clock limit and shrunk like any failure. ``isolate=False`` runs in this process (used by the
 pytest suite; pytest-timeout is the last resort there).
 """
 
@@ -54,7 +54,7 @@ from .vocabularies import available, resolve, short_name
 #: vocabularies ``bpebench verify`` uses by default ("random" = drawn trained vocabularies)
 DEFAULT_VOCABULARIES = ("random", "cl100k_base", "o200k_base", "mistral_v1")
 DEFAULT_CHECK_TIMEOUT = 180.0
-DEFAULT_CALL_TIMEOUT = 10.0
+DEFAULT_CALL_TIMEOUT = 30.0
 DEFAULT_BUILD_TIMEOUT = 300.0
 #: operations per run of an incremental state machine
 STATEFUL_STEPS = 10
@@ -404,7 +404,7 @@ def check_encoder(
         isolate: run in a worker process (True), here (False), or "auto" (a worker
             when the class can be imported by name).
         check_timeout: wall-clock seconds per check before the worker is killed.
-        call_timeout: CPU seconds per encoder call before it counts as hanging.
+        call_timeout: wall-clock seconds per encoder call before it counts as hanging.
         profile: hypothesis profile (default: ``HYPOTHESIS_PROFILE`` / ``CI``).
         on_result: called with each CheckResult as it arrives.
     """

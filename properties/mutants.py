@@ -159,7 +159,7 @@ class RaisesOnRareByte(_ReferenceLike):
 
 class HangsOnRareInput(_ReferenceLike):
     """Walks back over the trailing run of one byte in a ring buffer: never stops when the
-    whole input (3 bytes or more) is that one byte (Python: cut by the per-call CPU limit)."""
+    whole input (3 bytes or more) is that one byte (Python: cut by the per-call time limit)."""
 
     def encode(self, data: bytes) -> list[int]:
         if len(data) >= 3:

@@ -18,6 +18,7 @@ The paper's hand-worked cases are pinned: on the ``seed`` dictionary ``abacb`` -
 from __future__ import annotations
 
 import random
+from typing import Sequence
 
 from hypothesis import strategies as st
 
@@ -230,12 +231,39 @@ _WORDS = ["the", " the", "Hello", " world", "naïve", " café", "東京", "مر�
           "1234567", " 42", "\n\n", "   ", "\t", "def", "(x):", " ", "<|endoftext|>", "ſ", "İ", "\r\n"]
 
 
-def pipeline_texts(*, max_size: int = 60) -> st.SearchStrategy[str]:
+def pipeline_texts(*, max_size: int = 60, extra: Sequence[str] = ()) -> st.SearchStrategy[str]:
     """Unicode text for the Tokenizer: words, numbers, whitespace, scripts, and single
-    pieces the pre-tokenizer cannot split (long letter, digit, space, symbol runs)."""
-    words = st.lists(st.sampled_from(_WORDS), max_size=12).map("".join)
-    runs = st.tuples(st.sampled_from(["a", "Z", "7", " ", "!", "é", "\n", "中"]), st.integers(1, 80)).map(
+    pieces the pre-tokenizer cannot split (long letter, digit, space, symbol runs);
+    ``extra`` strings (special-token literals, say) join the words."""
+    words = st.lists(st.sampled_from(_WORDS + list(extra)), max_size=12).map("".join)
+    runs = st.tuples(st.sampled_from(["a", "Z", "7", " ", "!", "é", "\n", "中", "*"]), st.integers(1, 80)).map(
         lambda p: p[0] * p[1])
     unicode = st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)  # no lone surrogates
     mixed = st.lists(st.one_of(words, runs, unicode), max_size=4).map(lambda parts: "".join(parts)[: 4 * max_size])
     return st.one_of(unicode, words, runs, mixed)
+
+
+# ----------------------------------------------------------------------------- whole pipelines
+_PIPELINE_UNITS = ["a", "b", "ab", "ba", " ", "  ", "\n", "*", "**", "0", "12", "\u2581", "\u2581a", "é", "'s", "."]
+
+
+@st.composite
+def pipeline_vocabulary_specs(draw, *, max_merges: int = 80) -> str:
+    """A trained vocabulary that is a whole pipeline: a pre-tokenizer pattern, a normalizer and
+    special tokens whose literals are made of the text's own characters (so they occur in
+    text: raw encoding must not carve them, a Tokenizer carves only the allowed ones)."""
+    units = st.lists(st.sampled_from(_PIPELINE_UNITS), min_size=1, max_size=30).map("".join)
+    texts = draw(st.lists(units, min_size=1, max_size=3))
+    literal = st.lists(st.sampled_from(["a", "b", "*", " ", "<", ">", "|"]), min_size=1, max_size=4).map("".join)
+    rule = draw(st.sampled_from(["ranks", "merges"]))
+    return trained_spec(
+        [t.encode() for t in texts],
+        merges=draw(st.integers(1, max_merges)), rule=rule, alphabet="all",
+        shuffle=draw(st.sampled_from([0, 1])),
+        disorder=draw(st.sampled_from([0, 0, 0, 1, 2])),
+        drop=draw(st.sampled_from([0, 0, 1])) if rule == "merges" else 0,
+        pattern=draw(st.sampled_from(["", "cl100k", "o200k", "gpt2", "llama3"])),
+        normalizer=draw(st.sampled_from(["", "sentencepiece", "sentencepiece-no-prefix", "nfc",
+                                         "sentencepiece-collapse"])),
+        specials=draw(st.lists(literal, max_size=2, unique=True)),
+    )
