@@ -129,10 +129,44 @@ def main_bytes(payload: dict) -> bytes | None:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _token(vocab: Vocabulary, i: int) -> str:
+    """``id b'bytes'`` (a special token shows its literal)."""
+    if 0 <= i < len(vocab.tokens):
+        return f"{i} {vocab.tokens[i]!r}"
+    return f"{i} {vocab.special_ids.get(i, '?')!r}"
+
+
 def _tokens(vocab: Vocabulary, ids) -> str:
-    shown_ids = [vocab.tokens[i] for i in list(ids)[:12]]
+    """Ids with their bytes: ``[3 b'ab', 0 b'a']`` (the first 12)."""
+    ids = list(ids)
     more = f" ... ({len(ids)} tokens)" if len(ids) > 12 else ""
-    return repr(shown_ids)[1:-1].join("[]") + more if shown_ids else "[]"
+    return "[" + ", ".join(_token(vocab, i) for i in ids[:12]) + "]" + more
+
+
+def side_by_side(vocab: Vocabulary, got, expected, names=("encoder", "expected")) -> list[str]:
+    """Two id sequences as aligned lines of ``id bytes`` cells, from a little before the first
+    token where they differ (marked ``^``) to a few tokens after it."""
+    got, expected = list(got), list(expected)
+    first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    start, end = max(0, first - 2), first + 4
+    cells = [[_token(vocab, i) for i in seq[start:end]] for seq in (got, expected)]
+    widths = [max(len(c[k]) if k < len(c) else 0 for c in cells) for k in range(end - start)]
+    label = max(len(n) for n in names) + 1
+    lines = [f"first difference at token {first} (byte {len(vocab.decode_bytes(expected[:first]))}):"]
+    for name, row, seq in zip(names, cells, (got, expected)):
+        text = " | ".join(c.ljust(w) for c, w in zip(row, widths))
+        lines.append(f"{name + ':':<{label}} {'... ' if start else ''}{text}{' ...' if len(seq) > end else ''}"
+                     f"  ({len(seq)} tokens)")
+    offset = label + 1 + (4 if start else 0) + sum(w + 3 for w in widths[: first - start])
+    lines.append(" " * offset + "^")
+    return lines
+
+
+def mismatch(message: str, vocab: Vocabulary, got, expected, names=("encoder", "naive"),
+             data: bytes | None = None) -> CheckFailed:
+    """A failure whose message shows both sequences briefly and whose details align them."""
+    return CheckFailed(f"{message}: {_tokens(vocab, got)}, {names[1]} gives {_tokens(vocab, expected)}", data,
+                       details=side_by_side(vocab, got, expected, names))
 
 
 def _bytes_payload(kind: str, max_size: int = 64) -> st.SearchStrategy[dict]:
@@ -188,8 +222,8 @@ def check_count_consistent(ctx: Context, p: dict) -> None:
     joined = enc.encode_pieces(pieces)
     separate = enc.encode(pieces[0]) + enc.encode(pieces[1])
     if joined != separate:
-        raise CheckFailed(f"encode_pieces({[shown(x, 24) for x in pieces]}) = {_tokens(enc.vocab, joined)}"
-                          f" but encoding each piece gives {_tokens(enc.vocab, separate)}")
+        raise mismatch(f"encode_pieces({[shown(x, 24) for x in pieces]}) differs from encoding each piece",
+                       enc.vocab, joined, separate, ("encode_pieces", "each piece"))
 
 
 def _payload_with_cut(kind: str) -> st.SearchStrategy[dict]:
@@ -201,8 +235,7 @@ def check_equals_naive(ctx: Context, p: dict) -> None:
     ids = enc.encode(data)
     expected = oracles.reference(enc.vocab, data)
     if ids != expected:
-        raise CheckFailed(f"encode({shown(data)}) = {_tokens(enc.vocab, ids)}, naive gives"
-                          f" {_tokens(enc.vocab, expected)}")
+        raise mismatch(f"encode({shown(data)})", enc.vocab, ids, expected)
 
 
 def check_token_bytes(ctx: Context, p: dict) -> None:
@@ -227,8 +260,7 @@ def check_token_bytes(ctx: Context, p: dict) -> None:
         got = enc.encode(data)
         expected = oracles.reference(vocab, data)
         if got != expected:
-            raise CheckFailed(f"the token {shown(data)} encodes as {_tokens(vocab, got)}, naive gives"
-                              f" {_tokens(vocab, expected)}", data)
+            raise mismatch(f"the token {shown(data)} encodes as", vocab, got, expected, data=data)
 
 
 def check_valid_output(ctx: Context, p: dict) -> None:
@@ -236,8 +268,8 @@ def check_valid_output(ctx: Context, p: dict) -> None:
     ids = enc.encode(data)
     again = oracles.reference(enc.vocab, enc.vocab.decode_bytes(ids))
     if again != ids:
-        raise CheckFailed(f"encode({shown(data)}) = {_tokens(enc.vocab, ids)} is not a valid encoding:"
-                          f" re-encoding its bytes gives {_tokens(enc.vocab, again)}")
+        raise mismatch(f"encode({shown(data)}) is not a valid encoding (re-encoding its bytes gives another)",
+                       enc.vocab, ids, again, ("encoder", "re-encoded"))
 
 
 @st.composite
@@ -267,7 +299,8 @@ def check_long_inputs(ctx: Context, p: dict) -> None:
     if ids != expected:
         first = next((i for i, (a, b) in enumerate(zip(ids, expected)) if a != b), min(len(ids), len(expected)))
         raise CheckFailed(f"encode of {len(data)} bytes differs from tiktoken's BPE at token {first}:"
-                          f" {_tokens(enc.vocab, ids[first:first + 4])} vs {_tokens(enc.vocab, expected[first:first + 4])}")
+                          f" {_tokens(enc.vocab, ids[first:first + 4])} vs {_tokens(enc.vocab, expected[first:first + 4])}",
+                          details=side_by_side(enc.vocab, ids, expected, ("encoder", "tiktoken")))
 
 
 class _AsEncoder(Encoder):
@@ -311,8 +344,8 @@ def check_pipeline(ctx: Context, p: dict) -> None:
                        timeout=None)
     expected = peer(text)
     if ids != expected:
-        raise CheckFailed(f"Tokenizer.encode_ordinary({text[:60]!r}) = {_tokens(enc.vocab, ids)},"
-                          f" {peer_name} gives {_tokens(enc.vocab, expected)}")
+        raise mismatch(f"Tokenizer.encode_ordinary({text[:60]!r})", enc.vocab, ids, expected,
+                       ("bpebench", peer_name))
 
 
 def _pipeline_applies(kind: str) -> str | None:

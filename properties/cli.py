@@ -49,9 +49,11 @@ def _print_result(r, *, verbose: bool = False, out=None) -> None:
     out = out or sys.stdout
     secs = f"{r.seconds:7.2f}s"
     print(f"  {r.check:<17} {r.vocabulary:<28} {r.status:<31} {secs}", file=out)
-    if r.passed is False or (verbose and r.message):
+    if r.passed is False or (verbose and r.message) or r.status == "not run":
         print(f"      {r.message}", file=out)
     if r.passed is False:
+        for line in r.details:
+            print(f"        {line}", file=out)
         if r.counterexample is not None:
             print(f"      counterexample: {r.counterexample!r}", file=out)
         if r.reproduce:
@@ -62,7 +64,7 @@ def _print_result(r, *, verbose: bool = False, out=None) -> None:
 def _summary(results) -> tuple[int, str]:
     failed = [r for r in results if not r.ok]
     counts = {s: sum(1 for r in results if r.status == s) for s in
-              ("pass", "FAIL", "expected failure (approximate)", "n/a")}
+              ("pass", "FAIL", "expected failure (approximate)", "not run", "n/a")}
     text = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     return (1 if failed else 0), text
 
@@ -73,10 +75,19 @@ def cmd_verify(args) -> int:
 
     cls, target = resolve_target(args.target)
     if args.example:
+        text = args.example
+        if text.startswith("@"):
+            try:
+                with open(text[1:], encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as exc:
+                raise BpebenchError(f"--example {args.example}: cannot read the file: {exc.strerror}") from None
         try:
-            payload = payload_from_json(args.example)
+            payload = payload_from_json(text)
         except ValueError as exc:
             raise BpebenchError(f"--example is not valid JSON: {exc}") from None
+        if not isinstance(payload, dict) or "vocab" not in payload:
+            raise BpebenchError("--example must be a JSON object with a 'vocab' (the payload a failure prints)")
         if not args.check or len(args.check) != 1:
             raise BpebenchError("--example needs exactly one --check")
         r = replay(target, args.check[0], payload, call_timeout=args.call_timeout, isolate=not args.no_isolate,
@@ -94,11 +105,11 @@ def cmd_verify(args) -> int:
     results = check_encoder(cls if args.no_isolate else target, vocabularies, args.max_examples, checks=checks,
                             isolate=not args.no_isolate, check_timeout=args.timeout,
                             call_timeout=args.call_timeout, profile=args.profile,
-                            on_result=lambda r: (r.passed is not None or args.verbose)
+                            on_result=lambda r: (r.status != "n/a" or args.verbose)
                             and _print_result(r, verbose=args.verbose))
     skipped: dict[str, set[str]] = {}
     for r in results:
-        if r.passed is None:
+        if r.status == "n/a":
             skipped.setdefault(r.message, set()).add(r.check if "available" not in r.message else r.vocabulary)
     if skipped and not args.verbose:
         print("  not applicable: " + "; ".join(f"{', '.join(sorted(v))} ({reason})" for reason, v in skipped.items()))
@@ -175,7 +186,8 @@ def register(subparsers) -> None:
                         " or a path; repeat or comma-separate (default: random + the real vocabularies)")
     p.add_argument("--check", action="append", metavar="ID", help=f"only these checks ({', '.join(CHECKS)})")
     p.add_argument("--max-examples", type=int, default=None, help="examples per check (default: the profile's)")
-    p.add_argument("--example", default=None, help="replay one payload (the JSON a failure prints)")
+    p.add_argument("--example", default=None,
+                   help="replay one payload (the JSON a failure prints, or @FILE holding it)")
     p.add_argument("--profile", default=None, choices=["dev", "ci", "fuzz"],
                    help="hypothesis profile (default: $HYPOTHESIS_PROFILE, else ci under $CI, else dev)")
     p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT,

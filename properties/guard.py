@@ -37,15 +37,19 @@ from bpebench.algorithms.formats.vocabulary import Vocabulary
 class CheckFailed(AssertionError):
     """A property does not hold; the message is one line for the report.
 
-    ``data`` is the input of the encoder call that failed, when one did.
+    ``data`` is the input of the encoder call that failed, when one did; ``details`` are
+    lines shown under the message (the two id sequences side by side, say).
     """
 
     data: bytes | None = None
+    details: tuple[str, ...] = ()
 
-    def __init__(self, message: str = "", data: bytes | None = None) -> None:
+    def __init__(self, message: str = "", data: bytes | None = None, details=()) -> None:
         super().__init__(message)
         if data is not None:
             self.data = data
+        if details:
+            self.details = tuple(details)
 
 
 class CallTimeout(CheckFailed):
@@ -333,6 +337,16 @@ def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | N
     sample = bytes(alphabet[:2]) * 2
     guarded.encode(sample)
     guarded.count(sample)
+    guarded.history.clear()  # the warm-up is part of construction: every replay repeats it
     return guarded
+
+
+def replay_calls(guarded: GuardedEncoder, calls) -> None:
+    """Make ``calls`` (``[method, argument]`` pairs, as ``GuardedEncoder.history`` holds them) on
+    ``guarded``, in order; a call that fails raises CheckFailed like any guarded call."""
+    for method, arg in calls:
+        if method not in ("encode", "count", "encode_pieces", "decode"):
+            raise CheckFailed(f"unknown call {method!r} in the history")
+        getattr(guarded, method)(arg)
 
 

@@ -187,6 +187,22 @@ class HangsInCompiledCode(_ReferenceLike):
         return super().encode(data)
 
 
+class StaleCacheKeyedOnPrefix(_ReferenceLike):
+    """Memoises encodings under a cheap key (length and first two bytes): another input with the
+    same key gets the earlier input's ids. Wrong only after an earlier call, never on a fresh
+    encoder: the kit must replay the calls before it to show the failure."""
+
+    def __init__(self, vocabulary) -> None:
+        super().__init__(vocabulary)
+        self._memo: dict = {}
+
+    def encode(self, data: bytes) -> list[int]:
+        key = (len(data), data[:2])
+        if key not in self._memo:
+            self._memo[key] = super().encode(data)
+        return list(self._memo[key])
+
+
 class CountUsesGreedyFastPath(_ReferenceLike):
     """``encode`` is exact but ``count`` takes a "fast path" (leftmost-longest) that disagrees."""
 
@@ -338,6 +354,6 @@ MUTANTS = [
     RightmostTieBreak, PriorityLessOrEqual, CompatIgnoresTieRule, DropsLongTokens, RanksRuleForMergesVocab,
     IdAsPriority, GreedyPosingAsExact, DropsLastByteOnOddLength, DropsIncompleteUtf8AtEdges,
     ReturnsNoneOnEmpty, RaisesOnRareByte, HangsOnRareInput, HangsInCompiledCode, CountUsesGreedyFastPath,
-    AppendingTruncateKeepsPartialToken, IntervalCountsOverlappingTokens,
+    AppendingTruncateKeepsPartialToken, IntervalCountsOverlappingTokens, StaleCacheKeyedOnPrefix,
 ]
 CONTROLS = [ControlReference, ControlTable, ControlAppending, ControlInterval]

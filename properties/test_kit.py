@@ -256,3 +256,43 @@ def test_split_at_n_reports_a_fault_of_the_chunking_as_such(monkeypatch):
     assert result.passed is False
     assert result.message.startswith("chunking fault (not the encoder's"), result.message
     assert "the longest prefix with <= 2 tokens is b'abacbb'" in result.message
+
+
+def test_a_failure_that_needs_earlier_calls_is_replayed_with_them():
+    """Issue 18 item 5: the mutant's memo gives ``abaca`` the ids of ``abcbb`` (same length, same
+    first two bytes) only after ``abcbb`` was encoded. A fresh encoder passes; the kit finds the
+    one earlier call that matters, says so, and the reproduction makes it first."""
+    from .checks import Context
+    from .kit import _reproducible, replay
+    from .mutants import StaleCacheKeyedOnPrefix
+
+    ctx = Context(StaleCacheKeyedOnPrefix, call_timeout=30, build_timeout=300)
+    enc = ctx.encoder("seed")
+    for data in [b"ccccc", b"abcbb", b"bbbbb", b"cbcbc"]:
+        enc.encode(data)
+    payload = {"vocab": "seed", "data": b"abaca"}
+    check = CHECKS["equals-naive"]
+    with pytest.raises(CheckFailed):
+        check.run(ctx, payload)
+    again, note = _reproducible(StaleCacheKeyedOnPrefix, check, payload, ctx)
+    assert "depends on earlier calls: it fails after 1 earlier call(s)" in note, note
+    assert again["history"] == [["encode", b"abcbb"]]
+    target = "bpebench.properties.mutants:StaleCacheKeyedOnPrefix"
+    assert replay(target, "equals-naive", payload).passed  # alone, on a fresh encoder: passes
+    replayed = replay(target, "equals-naive", payload_from_json(payload_to_json(again)))
+    assert replayed.passed is False and "after 1 earlier call(s)" in replayed.message, replayed.message
+    assert replayed.counterexample == b"abaca"
+
+
+def test_a_long_example_goes_to_a_file_the_reproduce_line_names(tmp_path, monkeypatch, capsys):
+    from bpebench.cli import main
+
+    from .kit import reproduce_command
+
+    monkeypatch.chdir(tmp_path)
+    payload = payload_to_json({"vocab": "seed", "data": b"abc" * 2000})
+    command = reproduce_command("naive", "equals-naive", payload)
+    assert "--example @.bpebench-examples/equals-naive-" in command and len(command) < 200
+    argv = command.split()[1:]
+    assert main(argv + ["--no-isolate"]) == 0
+    assert "the example passes" in capsys.readouterr().out
