@@ -46,6 +46,8 @@ def _check_named_vocabularies(specs) -> None:
 
 
 def _print_result(r, *, verbose: bool = False, out=None) -> None:
+    from .guard import shown
+
     out = out or sys.stdout
     secs = f"{r.seconds:7.2f}s"
     print(f"  {r.check:<17} {r.vocabulary:<28} {r.status:<31} {secs}", file=out)
@@ -55,7 +57,7 @@ def _print_result(r, *, verbose: bool = False, out=None) -> None:
         for line in r.details:
             print(f"        {line}", file=out)
         if r.counterexample is not None:
-            print(f"      counterexample: {r.counterexample!r}", file=out)
+            print(f"      counterexample: {shown(r.counterexample, 240)}", file=out)
         if r.reproduce:
             print(f"      reproduce: {r.reproduce}", file=out)
     out.flush()
@@ -95,6 +97,10 @@ def cmd_verify(args) -> int:
         print(f"{target}: replaying one example")
         _print_result(r, verbose=True)
         return 0 if r.ok else 1
+    if args.exhaustive:
+        return _cmd_exhaustive(args, cls, target)
+    if args.max_len is not None:
+        raise BpebenchError("--max-len goes with --exhaustive")
     vocabularies = _vocab_list(args.vocab, DEFAULT_VOCABULARIES)
     _check_named_vocabularies(args.vocab and vocabularies)
     checks = [c for v in args.check or [] for c in v.split(",") if c] or None
@@ -104,7 +110,7 @@ def cmd_verify(args) -> int:
     start = time.perf_counter()
     results = check_encoder(cls if args.no_isolate else target, vocabularies, args.max_examples, checks=checks,
                             isolate=not args.no_isolate, check_timeout=args.timeout,
-                            call_timeout=args.call_timeout, profile=args.profile,
+                            call_timeout=args.call_timeout, profile=args.profile, seed=args.seed,
                             on_result=lambda r: (r.status != "n/a" or args.verbose)
                             and _print_result(r, verbose=args.verbose))
     skipped: dict[str, set[str]] = {}
@@ -115,6 +121,34 @@ def cmd_verify(args) -> int:
         print("  not applicable: " + "; ".join(f"{', '.join(sorted(v))} ({reason})" for reason, v in skipped.items()))
     code, text = _summary(results)
     print(f"{text} in {time.perf_counter() - start:.1f}s: {'OK' if code == 0 else 'FAILED'}")
+    return code
+
+
+def _cmd_exhaustive(args, cls, target) -> int:
+    """Proof mode: every input up to --max-len bytes over each vocabulary's alphabet."""
+    from .exhaustive import DEFAULT_MAX_LEN, PROOF_VOCABULARIES, plan
+    from .kit import replay
+    from .vocabularies import short_name
+
+    if args.check or args.example:
+        raise BpebenchError("--exhaustive runs its own check: leave out --check and --example")
+    max_len = DEFAULT_MAX_LEN if args.max_len is None else args.max_len
+    vocabularies = _vocab_list(args.vocab, PROOF_VOCABULARIES)
+    _check_named_vocabularies(args.vocab and vocabularies)
+    planned = [(spec, *plan(spec, max_len)) for spec in vocabularies]  # too big: one line, before any run
+    print(f"verify {target} --exhaustive: every input of 0..{max_len} bytes over each vocabulary's alphabet")
+    print(f"  {'check':<17} {'vocabulary':<28} {'status':<31} {'time':>8}")
+    start = time.perf_counter()
+    results = []
+    for spec, alphabet, total in planned:
+        r = replay(cls if args.no_isolate else target, "exhaustive", {"vocab": spec, "max_len": max_len},
+                   call_timeout=args.call_timeout, isolate=not args.no_isolate, check_timeout=args.timeout)
+        r.vocabulary = short_name(spec)
+        results.append(r)
+        _print_result(r, verbose=True)
+    code, text = _summary(results)
+    checked = sum(total for (_, _, total), r in zip(planned, results) if r.passed)
+    print(f"{text}; {checked:,} inputs checked in {time.perf_counter() - start:.1f}s: {'OK' if code == 0 else 'FAILED'}")
     return code
 
 
@@ -196,6 +230,13 @@ def register(subparsers) -> None:
                    help=f"seconds (wall clock) per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
     p.add_argument("--no-isolate", action="store_true", help="run in this process (no protection from hangs in compiled code)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the message of passing checks too")
+    p.add_argument("--seed", type=int, default=None,
+                   help="hypothesis seed: other examples for every value (no example database, not derandomized)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="proof mode: every input up to --max-len bytes over each vocabulary's alphabet (default:"
+                        " small trained vocabularies over three letters); a pass is a proof for them")
+    p.add_argument("--max-len", type=int, default=None, metavar="L",
+                   help="longest input of --exhaustive (default 8)")
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("fuzz", help="run the kit with the long fuzz profile until the time budget is spent")

@@ -26,6 +26,7 @@ import signal
 import struct
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable
 
@@ -43,6 +44,8 @@ class CheckFailed(AssertionError):
 
     data: bytes | None = None
     details: tuple[str, ...] = ()
+    #: (check id, payload) that reproduces this failure more directly than the check's own payload
+    replay_as: tuple[str, dict] | None = None
 
     def __init__(self, message: str = "", data: bytes | None = None, details=()) -> None:
         super().__init__(message)
@@ -133,9 +136,61 @@ _SIGNAL = getattr(signal, "SIGUSR2", None)
 
 
 class _Deadline:
-    fired = False
+    """One armed limit: when it expires and which thread it interrupts."""
+
+    def __init__(self, seconds: float, in_main: bool) -> None:
+        self.when = time.monotonic() + seconds
+        self.target = threading.get_ident()
+        self.in_main = in_main
+        self.fired = False
+
+    def fire(self) -> None:
+        self.fired = True
+        if self.in_main:
+            signal.pthread_kill(self.target, _SIGNAL)
+        else:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), ctypes.py_object(CallTimeout))
 
 
+class _Watchdog:
+    """One daemon thread that fires the armed deadlines (a thread per call would cost more
+    than many of the calls it guards)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: set[_Deadline] = set()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, in_main: bool) -> _Deadline:
+        deadline = _Deadline(seconds, in_main)
+        with self._cond:
+            self._armed.add(deadline)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="bpebench-call-limit", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return deadline
+
+    def disarm(self, deadline: _Deadline) -> None:
+        with self._cond:
+            self._armed.discard(deadline)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                if not self._armed:
+                    self._cond.wait()
+                    continue
+                soonest = min(self._armed, key=lambda d: d.when)
+                wait = soonest.when - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                self._armed.discard(soonest)
+                soonest.fire()
+
+
+_WATCHDOG = _Watchdog()
 _armed: _Deadline | None = None  # the limit the watchdog signal may interrupt
 
 
@@ -162,28 +217,15 @@ def call_time_limit(seconds: float | None):
     in_main = threading.current_thread() is threading.main_thread() and _SIGNAL is not None
     if in_main and signal.getsignal(_SIGNAL) is not _interrupt:
         signal.signal(_SIGNAL, _interrupt)
-    deadline, done, target = _Deadline(), threading.Event(), threading.get_ident()
-
-    def watchdog() -> None:
-        if done.wait(seconds):
-            return
-        deadline.fired = True
-        if in_main:
-            signal.pthread_kill(target, _SIGNAL)
-        else:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(CallTimeout))
-
+    deadline = _WATCHDOG.arm(seconds, in_main)
     previous, _armed = _armed, deadline
-    thread = threading.Thread(target=watchdog, name="bpebench-call-limit", daemon=True)
-    thread.start()
     try:
         yield
     finally:
-        done.set()
-        thread.join()
+        _WATCHDOG.disarm(deadline)
         _armed = previous
         if deadline.fired and not in_main:  # withdraw an exception not delivered yet
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(deadline.target), None)
 
 
 # ----------------------------------------------------------------------------- guarded calls
@@ -237,7 +279,7 @@ class GuardedEncoder:
     """An encoder whose every call is validated, time-limited, probed and remembered.
 
     ``history`` holds every ``encode`` / ``count`` / ``encode_pieces`` / ``decode`` call since
-    construction as ``(method, argument)`` (up to :attr:`HISTORY_BYTES` of arguments), so that a
+    construction as ``(method, argument, size)`` (the latest :attr:`HISTORY_BYTES` of arguments), so that a
     failure that depends on earlier calls can be replayed; while ``record`` is a list, each such
     call is also appended to it with its result, so that a check can compare exactly the calls
     that were made with the reference.
@@ -252,7 +294,7 @@ class GuardedEncoder:
         self.probe = probe
         self.slowest_ok = 0.0
         self.spec = ""  # the vocabulary spec, for the probe
-        self.history: list[tuple[str, Any]] = []
+        self.history: deque[tuple[str, Any]] = deque()
         self.history_complete = True
         self._history_bytes = 0
         self.record: list[tuple[str, Any, Any]] | None = None
@@ -277,11 +319,12 @@ class GuardedEncoder:
         self.timeout = timeout
 
     def _remember(self, method: str, arg, size: int) -> None:
-        if self._history_bytes + size > self.HISTORY_BYTES:
-            self.history_complete = False
-            return
+        """Keep the call; past :attr:`HISTORY_BYTES` of arguments the oldest ones are forgotten."""
+        self.history.append((method, arg, size))
         self._history_bytes += size
-        self.history.append((method, arg))
+        while self._history_bytes > self.HISTORY_BYTES and len(self.history) > 1:
+            self._history_bytes -= self.history.popleft()[2]
+            self.history_complete = False
 
     def _recorded(self, method: str, arg, result):
         if self.record is not None:
@@ -344,7 +387,7 @@ def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | N
 def replay_calls(guarded: GuardedEncoder, calls) -> None:
     """Make ``calls`` (``[method, argument]`` pairs, as ``GuardedEncoder.history`` holds them) on
     ``guarded``, in order; a call that fails raises CheckFailed like any guarded call."""
-    for method, arg in calls:
+    for method, arg, *_ in calls:
         if method not in ("encode", "count", "encode_pieces", "decode"):
             raise CheckFailed(f"unknown call {method!r} in the history")
         getattr(guarded, method)(arg)

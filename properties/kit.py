@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
 from hypothesis import Verbosity, example, given, reject, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
@@ -49,7 +50,7 @@ from .adapters import Incremental
 from .checks import CHECKS, RANDOM, Context, approximate_report, main_bytes, payload_to_json
 from .guard import CallTimeout, CheckFailed, Probe, VocabularyRefused, refusal, replay_calls, shown
 from .settings import load_profile
-from .strategies import inputs, vocabulary_specs
+from .strategies import FEATURES, inputs, vocabulary_specs
 from .vocabularies import available, resolve, short_name
 
 #: vocabularies ``bpebench verify`` uses by default ("random" = drawn trained vocabularies)
@@ -189,7 +190,7 @@ def _longest_tokens(vocab, n: int = 32) -> list[bytes]:
 
 def _incremental_machine(ctx: Context, kind: str, direction: str, record, refused):
     def fresh_count(vocab, data):
-        return len(oracles.reference(vocab, data))
+        return len(oracles.long_reference(vocab, data))
 
     class IncrementalMachine(RuleBasedStateMachine):
         """push / truncate on the encoder's incremental counter; compare with a fresh count each step."""
@@ -210,7 +211,7 @@ def _incremental_machine(ctx: Context, kind: str, direction: str, record, refuse
                                                              "ops": []}, str(exc), exc.data)
                 raise
 
-        @initialize(spec=vocabulary_specs(kind, min_merges=6))
+        @initialize(spec=vocabulary_specs(kind, min_merges=6, disorder=True))
         def start(self, spec):
             self.spec = spec
 
@@ -227,6 +228,14 @@ def _incremental_machine(ctx: Context, kind: str, direction: str, record, refuse
         def push(self, data):
             chunk = data.draw(inputs(resolve(self.spec), max_size=10), label="chunk")
             self._guard(self.session.step, "push", chunk, fresh_count)
+
+        @precondition(lambda self: self.session is not None and FEATURES["long-sequences"])
+        @rule(data=st.data())
+        def push_long_run(self, data):
+            # texts past the sizes a buffer or an index might stop at (256 bytes, 1 kB ...)
+            unit = data.draw(inputs(resolve(self.spec), max_size=32).filter(bool), label="unit")
+            size = data.draw(st.sampled_from([200, 500]), label="size")
+            self._guard(self.session.step, "push", (unit * (size // len(unit) + 1))[:size], fresh_count)
 
         @precondition(lambda self: self.session is not None and self.session.can_truncate)
         @rule(data=st.data())
@@ -262,6 +271,7 @@ def run_check(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     build_timeout: float | None = DEFAULT_BUILD_TIMEOUT,
     ctx: Context | None = None,
+    seed: int | None = None,
 ) -> CheckResult:
     """Run one check on one vocabulary kind in this process (see :func:`check_encoder`)."""
     target = target or resolve_target(cls)[1]
@@ -301,12 +311,19 @@ def run_check(
         found["payload"], found["message"], found["data"] = payload, message, data
         found["hung"] = isinstance(failure, CallTimeout)
         found["details"] = list(getattr(failure, "details", ()) or ())
+        # the calls made on the failing encoder object so far (it may be evicted and rebuilt later)
+        guarded = ctx._encoders.get(payload.get("vocab", ""))
+        found["history"] = list(guarded.history) if guarded is not None else []
 
-    run_settings = settings(settings.default, max_examples=n, verbosity=Verbosity.quiet,
-                            stateful_step_count=STATEFUL_STEPS)
+    steps = STATEFUL_STEPS * (2 if FEATURES["long-sequences"] else 1)
+    run_settings = settings(settings.default, max_examples=n, verbosity=Verbosity.quiet, stateful_step_count=steps)
+    if seed is not None:  # this seed's examples, not those the database or derandomizing would give
+        run_settings = settings(run_settings, derandomize=False, database=None)
     try:
         if check.stateful:
             machine = _incremental_machine(ctx, kind, check.stateful, record, refused)
+            if seed is not None:
+                machine._hypothesis_internal_use_seed = seed
             run_state_machine_as_test(machine, settings=run_settings)
         else:
             def prop(payload: dict) -> None:
@@ -334,6 +351,8 @@ def run_check(
             test = given(check.payloads(kind))(prop)
             for pinned in check.pinned(kind):
                 test = example(pinned)(test)
+            if seed is not None:
+                test = hypothesis_seed(seed)(test)
             run_settings(test)()
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -342,7 +361,7 @@ def run_check(
             return result(passed=False, message=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
         payload, message = found["payload"], found["message"]
         if not check.stateful and not found["hung"]:
-            payload, note = _reproducible(cls, check, payload, ctx)
+            payload, note = _reproducible(cls, check, payload, ctx, found["history"])
             message += note
         elif isinstance(exc, Flaky):
             message += " (flaky: did not fail again on replay)"
@@ -362,7 +381,7 @@ def run_check(
                       example=payload_json, expected_failure=expected)
     message = f"{n} examples"
     if refused:
-        message += f"; {len(refused)} drawn vocabularies refused, e.g. {refused[0]}"
+        message += f"; {len(refused)} drawn examples skipped, e.g. {refused[0]}"
     return result(passed=True, message=message)
 
 
@@ -388,18 +407,16 @@ def _fails(cls, check, payload: dict, ctx: Context, calls=None) -> bool:
     return False
 
 
-def _reproducible(cls, check, payload: dict, ctx: Context) -> tuple[dict, str]:
+def _reproducible(cls, check, payload: dict, ctx: Context, history: list) -> tuple[dict, str]:
     """``(payload, note)``: the payload unchanged when it fails on a fresh encoder; else, when
     the failure needs earlier calls on the same encoder object (a cache, a buffer, state that
     leaks between calls), the payload with the fewest of those calls found as its ``history``."""
     if _fails(cls, check, payload, ctx):
         return payload, ""
-    guarded = ctx._encoders.get(payload.get("vocab", ""))
-    history = list(guarded.history) if guarded is not None else []
     calls = _minimal_history(cls, check, payload, ctx, history) if history else None
     if calls is None:
         return payload, " (flaky: did not fail again on replay, on a fresh encoder or after the earlier calls)"
-    return {**payload, "history": [list(c) for c in calls]}, (
+    return {**payload, "history": [[method, arg] for method, arg, *_ in calls]}, (
         f" (depends on earlier calls: it fails after {len(calls)} earlier call(s) on the same encoder object,"
         f" not on a fresh one; the reproduce line makes them first)")
 
@@ -465,35 +482,42 @@ def replay_here(cls, target: str, check_id: str, payload: dict, ctx: Context) ->
     start = time.perf_counter()
     passed, message, data, hung, details = True, "the example passes", None, False, []
     history = payload.get("history")
+    shown_as = (check_id, payload)
     try:
         if history:
             ctx = Context(cls, call_timeout=ctx.call_timeout, build_timeout=ctx.build_timeout, probe=ctx.probe)
             replay_calls(ctx.encoder(payload["vocab"]), history)
-        check.run(ctx, payload)
+        said = check.run(ctx, payload)
+        if isinstance(said, str):
+            message = said
     except VocabularyRefused as exc:
         passed, message = None, str(exc)
     except CheckFailed as exc:
         passed, message, data = False, str(exc), exc.data
         hung, details = isinstance(exc, CallTimeout), list(exc.details)
+        shown_as = exc.replay_as or shown_as
         if history:
             message += f" (after {len(history)} earlier call(s) on the same encoder object)"
-    shown_bytes = main_bytes(payload)
+    shown_bytes = main_bytes(shown_as[1])
+    example = payload_to_json(shown_as[1]) if passed is False else None
     return CheckResult(check=check_id, encoder=getattr(cls, "name", "") or cls.__qualname__,
                        vocabulary=short_name(payload.get("vocab", "")), passed=passed,
                        counterexample=shown_bytes if shown_bytes is not None else data,
                        message=message, seconds=round(time.perf_counter() - start, 3), hung=hung, details=details,
-                       expected_failure=not passed and check.exactness and not _is_exact(cls),
-                       example=payload_to_json(payload) if not passed else None,
-                       reproduce=reproduce_command(target, check_id, payload_to_json(payload)) if not passed else None)
+                       expected_failure=passed is False and check.exactness and not _is_exact(cls) and not hung,
+                       example=example, reproduce=reproduce_command(target, shown_as[0], example) if example else None)
 
 
 # ----------------------------------------------------------------------------- many checks
 def plan(cls: type, vocabularies: Sequence[str], checks: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """The (check id, vocabulary kind) pairs to run, in report order."""
-    ids = list(checks) if checks else list(CHECKS)
+    ids = list(checks) if checks else [c for c, check in CHECKS.items() if not check.explicit]
     unknown = [c for c in ids if c not in CHECKS]
     if unknown:
         raise UnknownNameError("check", unknown[0], list(CHECKS))
+    explicit = [c for c in ids if CHECKS[c].explicit]
+    if explicit:
+        raise BpebenchError(f"the {explicit[0]} check runs only with its own option (--{explicit[0]})")
     return [(c, v) for c in ids for v in vocabularies]
 
 
@@ -508,6 +532,7 @@ def check_encoder(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     profile: str | None = None,
     on_result=None,
+    seed: int | None = None,
 ) -> list[CheckResult]:
     """Run every applicable check on ``encoder`` (a class, ``"module:Class"`` or a registered name).
 
@@ -523,6 +548,7 @@ def check_encoder(
         call_timeout: wall-clock seconds per encoder call before it counts as hanging.
         profile: hypothesis profile (default: ``HYPOTHESIS_PROFILE`` / ``CI``).
         on_result: called with each CheckResult as it arrives.
+        seed: a hypothesis seed: other examples for every value (no database, not derandomized).
     """
     cls, target = resolve_target(encoder)
     profile = load_profile(profile)
@@ -535,7 +561,7 @@ def check_encoder(
         hung = None
         for check_id, kind in pairs:
             if hung is None:
-                r = run_check(cls, check_id, kind, target=target, max_examples=max_examples, ctx=ctx)
+                r = run_check(cls, check_id, kind, target=target, max_examples=max_examples, ctx=ctx, seed=seed)
                 hung = r if r.hung else None
             else:
                 r = not_run(cls, check_id, kind, hung)
@@ -543,8 +569,9 @@ def check_encoder(
             if on_result:
                 on_result(r)
         return results
-    return _run_isolated(cls, target, [[c, k, None] for c, k in pairs], max_examples=max_examples, check_timeout=check_timeout,
-                         call_timeout=call_timeout, profile=profile, on_result=on_result)
+    return _run_isolated(cls, target, [[c, k, None] for c, k in pairs], max_examples=max_examples,
+                         check_timeout=check_timeout, call_timeout=call_timeout, profile=profile, on_result=on_result,
+                         seed=seed)
 
 
 def not_run(cls, check_id: str, kind: str, hung: CheckResult) -> CheckResult:
@@ -587,7 +614,7 @@ def _start_worker(job: dict, stderr_path: str) -> subprocess.Popen:
     return proc
 
 
-def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeout, profile, on_result):
+def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeout, profile, on_result, seed=None):
     """Run ``items`` ([check id, kind, payload JSON or None]) in worker processes, with a watchdog.
 
     A check that overruns ``check_timeout`` (wall clock) has its worker killed and is reported
@@ -608,7 +635,7 @@ def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeo
         while remaining:
             Probe.create(probe_path)
             job = dict(target=target, items=remaining, max_examples=max_examples, call_timeout=call_timeout,
-                       profile=profile, probe=probe_path, parent=os.getpid())
+                       profile=profile, probe=probe_path, parent=os.getpid(), seed=seed)
             proc = _start_worker(job, stderr_path)
             try:
                 remaining = _supervise(proc, remaining, emit, target=target, encoder_name=encoder_name,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
 
 from bpebench.algorithms.kernels.reference import bpe_reference
 
 from .checks import CHECKS, payload_from_json, payload_to_json
 from .guard import CallTimeout, CheckFailed, GuardedEncoder, Probe, as_ids, call_time_limit
 from .kit import CheckResult, resolve_target
+from .strategies import vocabulary_and_input
 from .vocabularies import parse_trained_spec, resolve, train_bpe, trained_spec
 
 
@@ -230,7 +232,7 @@ def test_drawn_vocabularies_an_encoder_refuses_are_redrawn_and_counted():
 
     result = run_check(RefusesOddSizes, "equals-naive", "random", max_examples=30, target="refuses-odd")
     assert result.passed, result.message
-    assert "drawn vocabularies refused, e.g. refuses-odd refuses vocabulary" in result.message
+    assert "drawn examples skipped, e.g. refuses-odd refuses vocabulary" in result.message
 
 
 def test_split_at_n_blames_the_encoder_only_for_a_call_that_differs_from_the_reference():
@@ -274,7 +276,7 @@ def test_a_failure_that_needs_earlier_calls_is_replayed_with_them():
     check = CHECKS["equals-naive"]
     with pytest.raises(CheckFailed):
         check.run(ctx, payload)
-    again, note = _reproducible(StaleCacheKeyedOnPrefix, check, payload, ctx)
+    again, note = _reproducible(StaleCacheKeyedOnPrefix, check, payload, ctx, list(enc.history))
     assert "depends on earlier calls: it fails after 1 earlier call(s)" in note, note
     assert again["history"] == [["encode", b"abcbb"]]
     target = "bpebench.properties.mutants:StaleCacheKeyedOnPrefix"
@@ -296,3 +298,14 @@ def test_a_long_example_goes_to_a_file_the_reproduce_line_names(tmp_path, monkey
     argv = command.split()[1:]
     assert main(argv + ["--no-isolate"]) == 0
     assert "the example passes" in capsys.readouterr().out
+
+
+@settings(deadline=None)
+@given(vocabulary_and_input("random", max_size=300))
+def test_the_long_reference_is_the_reference(case):
+    """The heap version of the definition (for kB-long inputs) against the plain one."""
+    from .oracles import long_reference
+
+    spec, data = case
+    vocab = resolve(spec)
+    assert long_reference(vocab, data) == bpe_reference(vocab, data)

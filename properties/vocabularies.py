@@ -70,6 +70,7 @@ def train_bpe(
     reorder: int = 0,
     resplit: int = 0,
     disorder: int = 0,
+    extra: int = 0,
     name: str = "trained",
 ) -> Vocabulary:
     """Learn up to ``merges`` merges on ``texts`` by the textbook BPE trainer.
@@ -83,7 +84,9 @@ def train_bpe(
     ``resplit`` (a seed, merges rule) lists each merge as a random split of its
     token into earlier tokens; ``drop`` (a seed, merges rule) removes about a
     quarter of the merges but keeps their tokens; ``disorder`` (a seed) moves about a
-    quarter of the merges to a random earlier place, ignoring their parts.
+    quarter of the merges to a random earlier place, ignoring their parts; ``extra`` (a seed,
+    merges rule) gives about a third of the tokens a second listed merge (another split into
+    two earlier tokens, later in the list), so that more than one merge forms them.
     O(merges * total length).
     """
     base = list(range(256)) if alphabet == "all" else sorted({b for t in texts for b in t})
@@ -137,6 +140,8 @@ def train_bpe(
         priority[permutation[old]] = -1
     if resplit:
         merge_list = _resplit(merge_list, tokens, len(base), random.Random(resplit))
+    if extra:
+        merge_list = _second_merges(merge_list, tokens, random.Random(extra))
     kept_merges: list = list(merge_list)
     if drop:
         rng = random.Random(drop)
@@ -154,6 +159,24 @@ def train_bpe(
             priority[permutation[merged]] = rank
     return Vocabulary(name=name, tokens=ids_tokens, priority=priority, rule="merges", merges=merge_table,
                       source="bpebench.properties.vocabularies.train_bpe")
+
+
+def _second_merges(merge_list, tokens: list[bytes], rng: random.Random):
+    """About a third of the tokens get a second listed merge: another split into two tokens,
+    placed at a random later place of the list (after both parts exist)."""
+    index = {t: i for i, t in enumerate(tokens)}
+    out = list(merge_list)
+    for left, right, merged in merge_list:
+        token = tokens[merged]
+        splits = [(index[token[:k]], index[token[k:]]) for k in range(1, len(token))
+                  if token[:k] in index and token[k:] in index]
+        splits = [split for split in splits if split != (left, right)]
+        if not splits or rng.random() >= 0.34:
+            continue
+        a, b = rng.choice(splits)
+        position = max((i + 1 for i, (_, _, m) in enumerate(out) if m in (a, b, merged)), default=0)
+        out.insert(rng.randint(position, len(out)), (a, b, merged))
+    return out
 
 
 def _resplit(merge_list, tokens: list[bytes], n_base: int, rng: random.Random):
@@ -211,16 +234,16 @@ def _replace_pair(seq: list[int], pair: tuple[int, int], merged: int) -> list[in
 
 
 # ----------------------------------------------------------------------------- specs
-_SEEDS = ("reorder", "resplit", "drop", "disorder")
+_SEEDS = ("reorder", "resplit", "drop", "disorder", "extra")
 _PIPELINE = ("pattern", "normalizer", "specials")
 
 
 def trained_spec(texts: Iterable[bytes], *, merges: int, rule: str, alphabet: str, shuffle: int,
-                 drop: int = 0, reorder: int = 0, resplit: int = 0, disorder: int = 0,
+                 drop: int = 0, reorder: int = 0, resplit: int = 0, disorder: int = 0, extra: int = 0,
                  pattern: str = "", normalizer: str = "", specials: Sequence[str] = ()) -> str:
     """The spec string of a trained vocabulary (see the module docstring)."""
     chunks = ".".join(t.hex() for t in texts)
-    values = dict(reorder=reorder, resplit=resplit, drop=drop, disorder=disorder, pattern=pattern,
+    values = dict(reorder=reorder, resplit=resplit, drop=drop, disorder=disorder, extra=extra, pattern=pattern,
                   normalizer=normalizer, specials=".".join(s.encode().hex() for s in specials))
     options = "".join(f"{key}={values[key]}," for key in _SEEDS + _PIPELINE if values[key])
     return f"trained:rule={rule},merges={merges},alphabet={alphabet},shuffle={shuffle},{options}text={chunks}"
@@ -295,10 +318,10 @@ def short_name(spec: str) -> str:
             p = parse_trained_spec(spec)
         except BpebenchError:
             return "trained(?)"
-        words = [p["rule"], str(p["merges"])] + [word for key, word in (
-            ("shuffle", "shuffled"), ("reorder", "reordered"), ("resplit", "resplit"), ("drop", "pruned"),
-            ("disorder", "disordered"), ("pattern", p["pattern"]), ("normalizer", p["normalizer"]),
-            ("specials", "specials")) if p[key]]
+        named = (("shuffle", "shuffled"), ("reorder", "reordered"), ("resplit", "resplit"), ("drop", "pruned"),
+                 ("disorder", "disordered"), ("extra", "second merges"), ("pattern", p["pattern"]),
+                 ("normalizer", p["normalizer"]), ("specials", "specials"))
+        words = [p["rule"], str(p["merges"])] + [word for key, word in named if p[key]]
         return f"trained({','.join(words)})"
     return spec
 

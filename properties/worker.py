@@ -69,7 +69,8 @@ def main() -> int:
         if hung is not None:
             result = not_run(cls, check_id, kind, hung)
         elif payload is None:
-            result = run_check(cls, check_id, kind, target=target, max_examples=job["max_examples"], ctx=ctx)
+            result = run_check(cls, check_id, kind, target=target, max_examples=job["max_examples"], ctx=ctx,
+                               seed=job.get("seed"))
         else:
             ctx.start_check()
             result = replay_here(cls, target, check_id, payload_from_json(payload), ctx)
