@@ -10,7 +10,7 @@ mistral_v1 in turn). Runs share nothing but the vocabularies; ``--jobs`` process
 in turn. A false alarm is any result that is neither a pass, an expected failure, nor "not
 applicable". The script prints every alarm with its reproduce line, and the totals:
 
-    1000 runs, 15913 checks: 0 false alarms (0 runs with one) in 2891 s
+    RUNS runs, CHECKS checks: 0 false alarms (0 runs with one) in SECONDS s
 
 Exit 1 if there was an alarm.
 """
