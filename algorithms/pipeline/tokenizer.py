@@ -109,7 +109,8 @@ class Tokenizer:
         vocabulary: the Vocabulary, or a built-in name or path given to
             ``bpebench.algorithms.formats.load_vocabulary``.
         algorithm: an encoder name, an Encoder instance, or None for the fastest exact one that
-            accepts the vocabulary (``heap`` when its merges run out of priority order).
+            accepts the vocabulary (``heap`` when its merges run out of priority order; texts then
+            still go through the fused pipeline, on the definition's merges).
         pretokenizer: None for the fastest exact choice (the compiled pre-tokenizer, fused
             with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
             reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
@@ -143,6 +144,7 @@ class Tokenizer:
             self.encoder = algorithm
         else:
             self.encoder = make_encoder(algorithm or default_encoder_name(vocabulary), vocabulary)
+        self._default_algorithm = algorithm is None
         compiled_name = supported_pattern(vocabulary) if vocabulary.pattern else None
         if pretokenizer == "compiled" and compiled_name is None:
             raise BpebenchError(
@@ -232,10 +234,18 @@ class Tokenizer:
 
     def _encoder_is_fusable(self) -> bool:
         from ..backtracking import BacktrackingEncoder
+        from ..heap import HeapEncoder
 
         # exactly the backtracking encoder: a subclass may encode differently, and other
-        # encoders must stay measurable through the Tokenizer
-        return type(self.encoder) is BacktrackingEncoder and self.encoder.vocabulary is self.vocabulary
+        # encoders must stay measurable through the Tokenizer. Merges out of priority order
+        # make ``heap`` the default, and the fused pipeline then follows the same definition
+        if self.encoder.vocabulary is not self.vocabulary:
+            return False
+        if type(self.encoder) is HeapEncoder and self._default_algorithm:
+            from ..kernels.compiled import rank_order_break
+
+            return rank_order_break(self.vocabulary) is not None
+        return type(self.encoder) is BacktrackingEncoder
 
     @property
     def name(self) -> str:

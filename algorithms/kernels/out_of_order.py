@@ -1,0 +1,105 @@
+"""Tables for the fused pipeline when a vocabulary's merges run out of priority order. Exact.
+
+Some vocabularies (reordered merge lists, Llama-3-style files; ``compiled.rank_order_break``)
+let BPE form a token from a part that is ranked after it. The derived splits, the
+whole-token tables built from them and backtracking then describe another algorithm, so
+the fused pipeline runs on tables that follow the definition instead:
+
+* every merge the definition allows (``compiled.live_merges``: each listed merge, or each
+  pair of tokens spelling a token under the ranks rule) packed for ``matching.merge_rank``,
+  with the dense 64k table of byte-pair ranks and the token each rank forms; the merge
+  loop of :mod:`.short_piece` over these is the definition itself (best rank first,
+  leftmost on ties), as the ``heap`` encoder is for long pieces;
+* ``produced``: whether BPE of a token's own bytes gives that token, found by running that
+  merge loop over every token once (O(sum of L^2) over the tokens, tens of milliseconds
+  for 200k tokens). The whole-token lookups of a piece (the short and medium tables, the
+  bytes table beyond) accept only those tokens, so a piece that is one token is emitted
+  exactly when BPE would produce it.
+
+Refused (None) when two different tokens share a merge rank: then a rank does not name
+the merge and the merge loop cannot be used (the ``heap`` encoder still can).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .compiled import live_merges, pair_table
+from .jit import njit
+from .matching import merge_ranks
+from .short_piece import (
+    NO_MERGE, _fill_byte_pair_ranks, medium_tokens, merge_short_piece, rank_token_offset, short_tokens,
+)
+
+
+def out_of_order_tables(vocab, tables, matcher) -> dict | None:
+    """The fused pipeline's tables for ``vocab`` by the definition's merges (memoised on it), or
+    None when merge ranks tie: ``matcher`` (``matcher`` with every live merge), ``byte_pair_ranks``,
+    ``token_of_rank``, ``token_offset``, ``produced`` (uint8 per token), ``short_tokens``,
+    ``medium_tokens``, ``pair_keys`` / ``pair_vals`` (live merge -> token, for ``heap_piece``)
+    and ``unreachable`` (whether some usable multi-byte token is not produced)."""
+    memo = vocab.__dict__
+    if "_out_of_order_tables" not in memo:
+        memo["_out_of_order_tables"] = _build(vocab, tables, matcher)
+    return memo["_out_of_order_tables"]
+
+
+def _build(vocab, tables, matcher) -> dict | None:
+    left, right, merged, priority = live_merges(vocab)
+    pairs, pair_filter = merge_ranks(left, right, priority)
+    _, dense = np.unique(priority, return_inverse=True)
+    by_rank = np.full(int(dense.max()) + 1 if len(dense) else 1, -1, dtype=np.int32)
+    by_rank[dense] = merged
+    if len(dense) and not bool((by_rank[dense] == merged).all()):
+        return None  # one rank, two tokens
+    live = matcher._replace(pairs=pairs, pair_filter=pair_filter)
+    byte_pair = np.full(1 << 16, NO_MERGE, dtype=np.int64)
+    _fill_byte_pair_ranks(pairs, pair_filter, tables.byte_token, byte_pair)
+    offset = rank_token_offset(by_rank)
+    usable = np.ones(len(tables.token_len), dtype=np.bool_)
+    usable[list(vocab.excluded)] = False
+    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token, byte_pair, pairs,
+                                      pair_filter, by_rank, offset, usable)
+    pair_keys, pair_vals = pair_table(left, right, merged)
+    return {
+        "matcher": live,
+        "byte_pair_ranks": byte_pair,
+        "token_of_rank": by_rank,
+        "token_offset": offset,
+        "produced": produced,
+        "short_tokens": short_tokens(tables, produced.astype(bool)),
+        "medium_tokens": medium_tokens(tables, produced.astype(bool)),
+        "pair_keys": pair_keys,
+        "pair_vals": pair_vals,
+        "unreachable": bool(((produced == 0) & (tables.token_len > 1) & usable).any()),
+    }
+
+
+@njit(cache=True)
+def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+                           token_offset, usable):
+    """uint8 per token: 1 when the merge loop over the token's own bytes gives that token alone."""
+    n = token_start.shape[0] - 1
+    longest = 1
+    for t in range(n):
+        longest = max(longest, token_start[t + 1] - token_start[t])
+    parts = np.empty(longest, dtype=np.int32)
+    ranks = np.empty(longest, dtype=np.int64)
+    out = np.empty(longest, dtype=np.int32)
+    produced = np.zeros(n, dtype=np.uint8)
+    for t in range(n):
+        start, end = token_start[t], token_start[t + 1]
+        if not usable[t] or end == start:
+            continue
+        encodable = True
+        for i in range(start, end):
+            if byte_token[token_bytes[i]] < 0:
+                encodable = False
+                break
+        if not encodable:
+            continue
+        count = merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
+                                  token_bytes, start, end, parts, ranks, out, 0)
+        if count == 1 and out[0] == t:
+            produced[t] = 1
+    return produced
