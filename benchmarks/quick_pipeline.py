@@ -25,6 +25,8 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
    (not in the default set): the piece cache's sizes against none, in one process;
    ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
+   ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
+   Llama-3-shaped) against o200k.
 5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
    ``udhr-all``; interleaved rounds, or ``--back-to-back``): it rewards caches.
 6. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
@@ -493,6 +495,42 @@ def table_patterns() -> None:
                                          for name, t in seconds.items()))
 
 
+def table_order() -> None:
+    """o200k next to a Llama-3-shaped o200k: its ranks as an HF merge list (one merge per token,
+    whole-piece lookup as ``ignore_merges``) with 2% of the merges listed just before their later
+    part's, so that BPE runs them out of priority order; both fused. Also the reference path
+    such vocabularies took before (``regex`` + ``heap``). Unseen, one CPU, all three in one
+    process taking turns document by document."""
+    from bpebench.algorithms.kernels.compiled import rank_order_break
+    from bpebench.benchmarks import protocol
+    from bpebench.properties.vocabularies import as_merge_list, break_merge_order
+
+    protocol.pin_to_one_cpu()
+    base = load_vocabulary("o200k_base")
+    shaped = break_merge_order(as_merge_list(base), 0.02, seed=1)
+    assert rank_order_break(shaped) is not None
+    start = time.perf_counter()
+    shaped_fused = Tokenizer(shaped)
+    set_up = time.perf_counter() - start
+    assert shaped_fused.fused
+    functions = {"out of order, fused": shaped_fused.encode_ordinary,
+                 "out of order, regex + heap (before)": Tokenizer(shaped, algorithm="heap").encode_ordinary,
+                 "o200k, fused": Tokenizer(base).encode_ordinary}
+
+    def check(name: str, result: object, first: object) -> None:
+        if name.startswith("out of order") and result != first:
+            raise AssertionError(f"{name} differs from the fused out-of-order ids")
+
+    print(f"\norder: o200k and o200k as a merge list with 2% of it out of priority order (set-up {set_up:.1f} s;"
+          " unseen, one CPU, one process): MB/s, and o200k's time / the out-of-order time")
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        seconds = protocol.time_unseen(functions, text_stream, check)
+        rates = "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
+                          for name, t in seconds.items())
+        print(f"  {kind:13s} {rates}  ratio {seconds['o200k, fused'] / seconds['out of order, fused']:.2f}")
+
+
 # ----------------------------------------------------------------------------- 5. repeat
 def table_repeat(rounds: int, hf: bool) -> None:
     print("\n5. REPEAT (best of N on one text: rewards caches), encode_ordinary, MB/s; ratio = peer time / ours")
@@ -740,6 +778,8 @@ def main(argv: list[str] | None = None) -> None:
         table_cache(vocabs, args.repeat)
     if "patterns" in only:
         table_patterns()
+    if "order" in only:
+        table_order()
     if "repeat" in only:
         table_repeat(args.repeat, args.hf)
     if "worst" in only:

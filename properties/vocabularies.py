@@ -190,6 +190,24 @@ def _replace_pair(seq: list[int], pair: tuple[int, int], merged: int) -> list[in
     return out
 
 
+def as_merge_list(vocab: Vocabulary, name: str | None = None) -> Vocabulary:
+    """A ranks vocabulary as an HF-style merge list: one merge per token, its derived split, at the
+    token's priority (how tiktoken vocabularies become ``tokenizer.json`` files, Llama-3's
+    among them); whole-piece lookup kept (HF ``ignore_merges``). The same ids on every input
+    while the merges run in priority order (then a token's split is unique)."""
+    import dataclasses
+
+    from bpebench.algorithms.kernels.compiled import compile_vocabulary
+
+    tables = compile_vocabulary(vocab)
+    merges = {(int(tables.split_left[t]), int(tables.split_right[t])): (int(vocab.priority[t]), t)
+              for t in np.flatnonzero(tables.split_left >= 0).tolist()}
+    priority = np.where(tables.split_left >= 0, vocab.priority, NEVER)
+    priority[tables.token_len == 1] = -1
+    return dataclasses.replace(vocab, name=name or f"{vocab.name}-merges", rule="merges", merges=merges,
+                               priority=priority)
+
+
 def break_merge_order(vocab: Vocabulary, fraction: float, seed: int, name: str | None = None) -> Vocabulary:
     """``vocab`` with about ``fraction`` of its merges moved to just before the later of their two
     parts' merges (Llama-3-shaped: BPE then forms those tokens out of priority order, after the

@@ -14,7 +14,13 @@ the fused pipeline runs on tables that follow the definition instead:
   merge loop over every token once (O(sum of L^2) over the tokens, tens of milliseconds
   for 200k tokens). The whole-token lookups of a piece (the short and medium tables, the
   bytes table beyond) accept only those tokens, so a piece that is one token is emitted
-  exactly when BPE would produce it.
+  exactly when BPE would produce it; under whole-piece lookup (tiktoken, HF
+  ``ignore_merges``) they accept every usable token, as those libraries do.
+* merges whose parts or result BPE never produces are dropped: BPE forms a token the same
+  way wherever it occurs (the merges inside its span are those of its own bytes), so a
+  token that its own bytes do not give never appears, and a merge that needs one never
+  applies. Under the ranks rule this halves the pair table (every pair of tokens that
+  spells a token is a merge there: 446k for o200k, against 200k derived splits).
 
 Refused (None) when two different tokens share a merge rank: then a rank does not name
 the merge and the merge loop cannot be used (the ``heap`` encoder still can).
@@ -34,44 +40,62 @@ from .short_piece import (
 
 def out_of_order_tables(vocab, tables, matcher) -> dict | None:
     """The fused pipeline's tables for ``vocab`` by the definition's merges (memoised on it), or
-    None when merge ranks tie: ``matcher`` (``matcher`` with every live merge), ``byte_pair_ranks``,
-    ``token_of_rank``, ``token_offset``, ``produced`` (uint8 per token), ``short_tokens``,
-    ``medium_tokens``, ``pair_keys`` / ``pair_vals`` (live merge -> token, for ``heap_piece``)
-    and ``unreachable`` (whether some usable multi-byte token is not produced)."""
+    None when merge ranks tie: ``matcher`` (``matcher`` with the live merges), ``byte_pair_ranks``,
+    ``token_of_rank``, ``token_offset``, ``produced`` (uint8 per token), ``usable`` (uint8 per
+    token: not excluded), ``short_tokens`` / ``medium_tokens`` (of the produced tokens),
+    ``short_usable`` / ``medium_usable`` (of every usable token, for whole-piece lookup),
+    ``pair_keys`` / ``pair_vals`` (live merge -> token, for ``heap_piece``) and ``unreachable``
+    (whether some usable multi-byte token is not produced)."""
     memo = vocab.__dict__
     if "_out_of_order_tables" not in memo:
         memo["_out_of_order_tables"] = _build(vocab, tables, matcher)
     return memo["_out_of_order_tables"]
 
 
-def _build(vocab, tables, matcher) -> dict | None:
-    left, right, merged, priority = live_merges(vocab)
+def _ranked(left, right, merged, priority, byte_token):
+    """(pairs, pair_filter, token_of_rank, token_offset, byte_pair_ranks) of the merges, or None
+    when one rank would name two tokens."""
     pairs, pair_filter = merge_ranks(left, right, priority)
     _, dense = np.unique(priority, return_inverse=True)
     by_rank = np.full(int(dense.max()) + 1 if len(dense) else 1, -1, dtype=np.int32)
     by_rank[dense] = merged
     if len(dense) and not bool((by_rank[dense] == merged).all()):
-        return None  # one rank, two tokens
-    live = matcher._replace(pairs=pairs, pair_filter=pair_filter)
+        return None
     byte_pair = np.full(1 << 16, NO_MERGE, dtype=np.int64)
-    _fill_byte_pair_ranks(pairs, pair_filter, tables.byte_token, byte_pair)
-    offset = rank_token_offset(by_rank)
+    _fill_byte_pair_ranks(pairs, pair_filter, byte_token, byte_pair)
+    return pairs, pair_filter, by_rank, rank_token_offset(by_rank), byte_pair
+
+
+def _build(vocab, tables, matcher) -> dict | None:
+    left, right, merged, priority = live_merges(vocab)
+    ranked = _ranked(left, right, merged, priority, tables.byte_token)
+    if ranked is None:
+        return None
     usable = np.ones(len(tables.token_len), dtype=np.bool_)
     usable[list(vocab.excluded)] = False
-    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token, byte_pair, pairs,
-                                      pair_filter, by_rank, offset, usable)
+    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token, ranked[4],
+                                      ranked[0], ranked[1], ranked[2], ranked[3], usable)
+    keep = (produced[left] & produced[right] & produced[merged]).astype(bool)
+    if not keep.all():  # merges that never apply (see the module docstring); fewer pairs to probe
+        left, right, merged, priority = left[keep], right[keep], merged[keep], priority[keep]
+        ranked = _ranked(left, right, merged, priority, tables.byte_token)
+    pairs, pair_filter, by_rank, offset, byte_pair = ranked
     pair_keys, pair_vals = pair_table(left, right, merged)
+    is_produced = produced.astype(bool)
     return {
-        "matcher": live,
+        "matcher": matcher._replace(pairs=pairs, pair_filter=pair_filter),
         "byte_pair_ranks": byte_pair,
         "token_of_rank": by_rank,
         "token_offset": offset,
         "produced": produced,
-        "short_tokens": short_tokens(tables, produced.astype(bool)),
-        "medium_tokens": medium_tokens(tables, produced.astype(bool)),
+        "usable": usable.astype(np.uint8),
+        "short_tokens": short_tokens(tables, is_produced),
+        "medium_tokens": medium_tokens(tables, is_produced),
+        "short_usable": short_tokens(tables, usable),
+        "medium_usable": medium_tokens(tables, usable),
         "pair_keys": pair_keys,
         "pair_vals": pair_vals,
-        "unreachable": bool(((produced == 0) & (tables.token_len > 1) & usable).any()),
+        "unreachable": bool((~is_produced & (tables.token_len > 1) & usable).any()),
     }
 
 

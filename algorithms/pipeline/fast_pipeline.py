@@ -157,7 +157,7 @@ class Plan(NamedTuple):
     token_offset: int  # ``short_piece.rank_token_offset``: merge rank + this = the token, or TABLE_TOKENS
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
     # merges out of priority order (``kernels.out_of_order``); all three empty when they run in order
-    produced: np.ndarray  # uint8 per token: BPE of its own bytes gives it
+    produced: np.ndarray  # uint8 per token: a piece of its bytes is emitted as it (see ``out_of_order``)
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
 
@@ -632,13 +632,19 @@ class FusedPipeline:
         self.out_of_order = rank_order_break(vocabulary) is not None
         if self.out_of_order:
             # the definition's own merges and the tokens BPE produces from their own bytes
+            # the definition's own merges; a piece that is one token is emitted when BPE of its bytes
+            # gives that token, or, under whole-piece lookup, when it is any usable token (then
+            # the short and medium tables hold every usable token, and the bytes table is not
+            # probed first: ``whole_piece`` stays False)
             live = _out_of_order_tables(vocabulary)
             matcher = live["matcher"]
+            whole = "usable" if vocabulary.whole_piece_lookup else "produced"
             short = dict(short, token_of_rank=live["token_of_rank"], token_offset=[live["token_offset"]],
-                         byte_pair_ranks=live["byte_pair_ranks"], short_tokens=live["short_tokens"],
-                         medium_tokens=live["medium_tokens"])
-            unreachable = live["unreachable"]
-            produced, live_pair_keys, live_pair_vals = live["produced"], live["pair_keys"], live["pair_vals"]
+                         byte_pair_ranks=live["byte_pair_ranks"],
+                         short_tokens=live["short_tokens" if whole == "produced" else "short_usable"],
+                         medium_tokens=live["medium_tokens" if whole == "produced" else "medium_usable"])
+            unreachable = False
+            produced, live_pair_keys, live_pair_vals = live[whole], live["pair_keys"], live["pair_vals"]
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
