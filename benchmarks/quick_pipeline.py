@@ -25,6 +25,7 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
    (not in the default set): the piece cache's sizes against none, in one process;
    ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
+   ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
    Llama-3-shaped) against o200k.
 5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
@@ -277,6 +278,52 @@ def _peer_batch_functions(vocab) -> dict:
     return found
 
 
+def table_serial(rounds: int) -> None:
+    """What of a batch call needs the GIL (text to UTF-8, ids to lists) against the kernel, which
+    runs without it; CPU time, so a shared machine's load moves it little. From those, the
+    most two threads can give: one part per thread, the lists built one thread after the
+    other at the end; or parts handed out in turn, the lists of one overlapping the next kernel."""
+    from bpebench.algorithms.pipeline.tokenizer import utf8
+    from bpebench.benchmarks import protocol
+
+    tokenizer = Tokenizer(load_vocabulary("o200k_base"))
+    fused = tokenizer._fused
+    print(f"\nserial: o200k batch calls, CPU ms per MB (best of {rounds}); the share that holds the GIL and the"
+          " two-thread bounds it sets")
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        fused.encode_utf8_batch([utf8(d) for d in text_stream.warm])
+        best = {"utf8": float("inf"), "kernel": float("inf"), "lists": float("inf")}
+        for _ in range(rounds):
+            start = time.process_time()
+            data = [utf8(d) for d in text_stream.measured]
+            middle = time.process_time()
+            ids, offsets = fused.encode_utf8_batch(data)
+            after = time.process_time()
+            fused.id_lists(ids, offsets)
+            done = time.process_time()
+            for name, seconds in (("utf8", middle - start), ("kernel", after - middle), ("lists", done - after)):
+                best[name] = min(best[name], seconds)
+        total, held = sum(best.values()), best["utf8"] + best["lists"]
+        mb = text_stream.measured_bytes / 1e6
+        print(f"  {kind:13s} " + "  ".join(f"{name} {seconds / mb * 1e3:.2f}" for name, seconds in best.items())
+              + f"  GIL held {held / total:.0%}  bound for 2 threads: one part each"
+                f" {total / (best['kernel'] / 2 + held):.2f}x, parts in turn {total / max(total / 2, held):.2f}x")
+
+
+def _one_part_per_thread(function, *args):
+    """``function(*args)`` with one part per thread (``parallel.PARTS_PER_THREAD = 1``), the ids of
+    a long text joined before one list is built: how every core was used before, for comparison."""
+    from bpebench.algorithms.pipeline import parallel
+
+    saved = parallel.PARTS_PER_THREAD
+    parallel.PARTS_PER_THREAD = 1
+    try:
+        return function(*args)
+    finally:
+        parallel.PARTS_PER_THREAD = saved
+
+
 def table_allcore(vocabs: list[str], rounds: int) -> None:
     from bpebench.benchmarks import protocol
 
@@ -294,8 +341,12 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
         functions = {
             "ours batch, 1 thread": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1),
             f"ours batch, {cpus} threads": lambda texts: ours.encode_ordinary_batch(texts),
+            f"ours batch, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
+                ours.encode_ordinary_batch, texts),
             f"ours one long text, 1 thread": lambda texts: ours.encode_ordinary(long_text, num_threads=1),
             f"ours one long text, {cpus} threads": lambda texts: ours.encode_ordinary(long_text),
+            f"ours one long text, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
+                lambda _: ours._fused.id_list(ours._parallel_array(long_text, cpus)), texts),
         }
         functions.update(_peer_batch_functions(vocab))
         expected = ours.encode_ordinary_batch(measured, num_threads=1)
@@ -310,7 +361,8 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
                 start = time.perf_counter()
                 fn(batch)
                 best[name] = min(best[name], time.perf_counter() - start)
-        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents)")
+        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents; load average now"
+              f" {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
         one = best["ours batch, 1 thread"]
         for name, seconds in best.items():
             print(f"  {name:36s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on 1 thread")
@@ -780,6 +832,8 @@ def main(argv: list[str] | None = None) -> None:
         table_patterns()
     if "order" in only:
         table_order()
+    if "serial" in only:
+        table_serial(args.repeat)
     if "repeat" in only:
         table_repeat(args.repeat, args.hf)
     if "worst" in only:
