@@ -31,7 +31,7 @@ from bpebench.algorithms.kernels.reference import bpe_reference
 from bpebench.algorithms.core.registry import get_encoder_class, make_encoder
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.algorithms.formats.vocabulary import Vocabulary
-from bpebench.properties.vocabularies import break_merge_order, train_bpe
+from bpebench.properties.vocabularies import as_merge_list, break_merge_order, train_bpe
 
 REFUSING = ["backtracking", "table", "appending", "prepending", "interval"]
 
@@ -260,12 +260,15 @@ def test_fused_out_of_order_equals_the_reference(text, which):
                                                                      want]
 
 
-def test_o200k_out_of_order_on_natural_text_equals_the_reference():
-    """o200k's ranks with 2% of its tokens ranked before their later part (the vocabulary the
-    performance notes measure): natural text through the fused pipeline equals the reference."""
+@pytest.mark.parametrize("shape", ["ranks", "merge list"])
+def test_o200k_out_of_order_on_natural_text_equals_the_reference(shape):
+    """o200k with 2% of its tokens ranked before their later part, as ranks or as an HF merge list
+    (Llama-3-shaped, the vocabulary the performance notes measure): natural text through the
+    fused pipeline equals the ``heap`` encoder's ids behind ``regex``."""
     from bpebench import corpora
 
-    vocab = break_merge_order(load_vocabulary("o200k_base"), 0.02, seed=1)
+    base = load_vocabulary("o200k_base")
+    vocab = break_merge_order(base if shape == "ranks" else as_merge_list(base), 0.02, seed=1)
     assert rank_order_break(vocab) is not None
     fused = Tokenizer(vocab)
     reference = Tokenizer(vocab, algorithm="heap", pretokenizer="regex")  # heap: the definition, O(n log n)
@@ -273,3 +276,17 @@ def test_o200k_out_of_order_on_natural_text_equals_the_reference():
     for name in ("prose-en", "code-python", "udhr-all"):
         text = corpora.get(name, size=60_000)
         assert fused.encode_ordinary(text) == reference.encode_ordinary(text), name
+
+
+def test_ranks_as_a_merge_list_give_the_same_ids():
+    """``as_merge_list`` (the conversion the Llama-3-shaped vocabulary starts from) keeps BPE: in
+    priority order, the merge list gives tiktoken's ranks' ids (checked against tiktoken)."""
+    from bpebench import corpora
+    from bpebench.algorithms.peers import make_peer
+
+    pytest.importorskip("tiktoken")
+    base = load_vocabulary("o200k_base")
+    merges = as_merge_list(base)
+    assert merges.rule == "merges" and rank_order_break(merges) is None
+    text = corpora.get("prose-en", size=20_000) + corpora.get("udhr-all", size=20_000)
+    assert Tokenizer(merges).encode_ordinary(text) == make_peer("tiktoken", base).encode_ordinary(text)
