@@ -311,6 +311,20 @@ def table_serial(rounds: int) -> None:
                 f" {total / (best['kernel'] / 2 + held):.2f}x, parts in turn {total / max(total / 2, held):.2f}x")
 
 
+def _machine_idle(before: tuple[int, int] | None = None):
+    """(idle, total) jiffies of all CPUs from ``/proc/stat``; with ``before``, the idle share since
+    then (None where there is no ``/proc/stat``). Other processes' load shows here."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except OSError:
+        return None
+    now = fields[3], sum(fields)
+    if before is None:
+        return now
+    return (now[0] - before[0]) / max(now[1] - before[1], 1)
+
+
 def _one_part_per_thread(function, *args):
     """``function(*args)`` with one part per thread (``parallel.PARTS_PER_THREAD = 1``), the ids of
     a long text joined before one list is built: how every core was used before, for comparison."""
@@ -355,17 +369,24 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
             if "long text" not in name and "flat" not in name:
                 assert [list(ids) for ids in fn(measured)] == expected, name
         best = dict.fromkeys(functions, float("inf"))
+        cpu_share = dict.fromkeys(functions, 0.0)  # CPU time / wall time of the best round
+        idle_before = _machine_idle()
         for r in range(rounds):
             batch = measured[r % len(measured):] + measured[:r % len(measured)]  # another order each round
             for name, fn in functions.items():
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 fn(batch)
-                best[name] = min(best[name], time.perf_counter() - start)
+                seconds = time.perf_counter() - start
+                if seconds < best[name]:
+                    best[name], cpu_share[name] = seconds, (time.process_time() - start_cpu) / seconds
+        idle = _machine_idle(idle_before)
         print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents; load average now"
-              f" {' '.join(f'{x:.1f}' for x in os.getloadavg())})")
+              f" {' '.join(f'{x:.1f}' for x in os.getloadavg())}; the machine's CPUs idle"
+              f" {'?' if idle is None else f'{idle:.0%}'} of the time during the rounds)")
         one = best["ours batch, 1 thread"]
         for name, seconds in best.items():
-            print(f"  {name:36s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on 1 thread")
+            print(f"  {name:44s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on"
+                  f" 1 thread   CPUs used {cpu_share[name]:.2f}")
 
 
 # ----------------------------------------------------------------------------- 3. cold
