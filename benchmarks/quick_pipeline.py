@@ -352,8 +352,13 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
         ours = Tokenizer(vocab)
+        # best of N re-encodes the same batch: a thread's piece cache has then seen it, which flatters
+        # one thread (it saw every text) over several (each saw the parts it took); hence also without
+        uncached = Tokenizer(vocab, piece_cache=False)
         functions = {
             "ours batch, 1 thread": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1),
+            "ours batch, 1 thread, no piece cache": lambda texts: uncached.encode_ordinary_batch(texts, num_threads=1),
+            f"ours batch, {cpus} threads, no piece cache": lambda texts: uncached.encode_ordinary_batch(texts),
             f"ours batch, {cpus} threads": lambda texts: ours.encode_ordinary_batch(texts),
             f"ours batch, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
                 ours.encode_ordinary_batch, texts),
