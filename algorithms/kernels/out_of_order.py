@@ -15,7 +15,9 @@ the fused pipeline runs on tables that follow the definition instead:
   for 200k tokens). The whole-token lookups of a piece (the short and medium tables, the
   bytes table beyond) accept only those tokens, so a piece that is one token is emitted
   exactly when BPE would produce it; under whole-piece lookup (tiktoken, HF
-  ``ignore_merges``) they accept every usable token, as those libraries do.
+  ``ignore_merges``) they accept every usable token, as those libraries do. Those tokens
+  fill the short and medium tables and a forward trie of their own
+  (:func:`whole_token_lookup`), so the fused loop's lookup code is the in-order one.
 * merges whose parts or result BPE never produces are dropped: BPE forms a token the same
   way wherever it occurs (the merges inside its span are those of its own bytes), so a
   token that its own bytes do not give never appears, and a merge that needs one never
@@ -42,10 +44,8 @@ def out_of_order_tables(vocab, tables, matcher) -> dict | None:
     """The fused pipeline's tables for ``vocab`` by the definition's merges (memoised on it), or
     None when merge ranks tie: ``matcher`` (``matcher`` with the live merges), ``byte_pair_ranks``,
     ``token_of_rank``, ``token_offset``, ``produced`` (uint8 per token), ``usable`` (uint8 per
-    token: not excluded), ``short_tokens`` / ``medium_tokens`` (of the produced tokens),
-    ``short_usable`` / ``medium_usable`` (of every usable token, for whole-piece lookup),
-    ``pair_keys`` / ``pair_vals`` (live merge -> token, for ``heap_piece``) and ``unreachable``
-    (whether some usable multi-byte token is not produced)."""
+    token: not excluded), ``pair_keys`` / ``pair_vals`` (live merge -> token, for
+    ``heap_piece``) and ``unreachable`` (whether some usable multi-byte token is not produced)."""
     memo = vocab.__dict__
     if "_out_of_order_tables" not in memo:
         memo["_out_of_order_tables"] = _build(vocab, tables, matcher)
@@ -81,7 +81,6 @@ def _build(vocab, tables, matcher) -> dict | None:
         ranked = _ranked(left, right, merged, priority, tables.byte_token)
     pairs, pair_filter, by_rank, offset, byte_pair = ranked
     pair_keys, pair_vals = pair_table(left, right, merged)
-    is_produced = produced.astype(bool)
     return {
         "matcher": matcher._replace(pairs=pairs, pair_filter=pair_filter),
         "byte_pair_ranks": byte_pair,
@@ -89,14 +88,26 @@ def _build(vocab, tables, matcher) -> dict | None:
         "token_offset": offset,
         "produced": produced,
         "usable": usable.astype(np.uint8),
-        "short_tokens": short_tokens(tables, is_produced),
-        "medium_tokens": medium_tokens(tables, is_produced),
-        "short_usable": short_tokens(tables, usable),
-        "medium_usable": medium_tokens(tables, usable),
         "pair_keys": pair_keys,
         "pair_vals": pair_vals,
-        "unreachable": bool((~is_produced & (tables.token_len > 1) & usable).any()),
+        "unreachable": bool(((produced == 0) & (tables.token_len > 1) & usable).any()),
     }
+
+
+def whole_token_lookup(vocab, tables, live: dict, whole_piece_lookup: bool) -> tuple:
+    """(matcher, short_tokens, medium_tokens) for the whole-token lookup of the fused loop: the
+    tokens a piece is emitted as (``produced``, or every ``usable`` one under whole-piece
+    lookup) in the short and medium tables and in the forward trie of ``live["matcher"]``
+    (with its two-byte start). Built on first use, kept in ``live``."""
+    from .matching import _build_trie, two_byte_start
+
+    key = "usable" if whole_piece_lookup else "produced"
+    if f"lookup_{key}" not in live:
+        mask = live[key].astype(bool)
+        forward, _ = _build_trie(vocab.tokens, np.flatnonzero(mask), tables, reverse=False)
+        matcher = live["matcher"]._replace(forward=forward, two_byte_start=two_byte_start(forward))
+        live[f"lookup_{key}"] = matcher, short_tokens(tables, mask), medium_tokens(tables, mask)
+    return live[f"lookup_{key}"]
 
 
 @njit(cache=True)

@@ -156,8 +156,7 @@ class Plan(NamedTuple):
     token_of_rank: np.ndarray  # int32: the token each merge rank forms (``short_piece.token_of_rank``)
     token_offset: int  # ``short_piece.rank_token_offset``: merge rank + this = the token, or TABLE_TOKENS
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
-    # merges out of priority order (``kernels.out_of_order``); all three empty when they run in order
-    produced: np.ndarray  # uint8 per token: a piece of its bytes is emitted as it (see ``out_of_order``)
+    # merges out of priority order (``kernels.out_of_order``); both empty when they run in order
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
 
@@ -177,7 +176,7 @@ class HeapScratch(NamedTuple):
 def _heap_scratch(plan, n):
     """The plan's :class:`HeapScratch` for a text of ``n`` bytes (empty arrays for merges in order:
     ``queue`` empty means backtracking)."""
-    size = n if plan.produced.shape[0] > 0 else 0
+    size = n if plan.live_pair_keys.shape[0] > 0 else 0
     return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, np.empty(size, dtype=np.int32),
                        np.empty(size, dtype=np.int32), np.empty(3 * size + 1 if size else 0, dtype=np.int64))
 
@@ -196,22 +195,6 @@ def _whole_token(short_tokens, medium_tokens, trie, two_byte_start, data, start,
             return short_token(short_tokens, data, start, end)
         return medium_token(medium_tokens, data, start, end)
     return spelled_token(trie, two_byte_start, data, start, end)
-
-
-@njit(cache=True, inline="always")
-def _produced_token(short_tokens, medium_tokens, bytes_slots, token_bytes, token_start, produced, data, start, end):
-    """``_whole_token`` when merges run out of priority order: the short and medium tables hold the
-    produced tokens, longer or non-ASCII pieces are looked up in the bytes table and kept only
-    when BPE of their bytes gives them (``produced``)."""
-    length = end - start
-    if length <= MEDIUM_TOKEN_BYTES and data[start] < 0x80:
-        if length <= SHORT_TOKEN_BYTES:
-            return short_token(short_tokens, data, start, end)
-        return medium_token(medium_tokens, data, start, end)
-    token = bytes_lookup(bytes_slots, token_bytes, token_start, data, start, end)
-    if token >= 0 and produced[token] == 0:
-        return np.int64(-1)
-    return token
 
 
 #: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
@@ -377,8 +360,6 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
     token_offset = plan.token_offset
     pairs, pair_filter = matcher.pairs, matcher.pair_filter
     whole_piece = plan.whole_piece
-    produced = plan.produced
-    out_of_order = produced.shape[0] > 0
     pattern_id = plan.pattern_id
     short_limit = plan.short_limit
     memo_mask = memo.shape[0] - 1
@@ -404,12 +385,7 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
         if whole_piece:
             token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
         if token < 0 and not whole_piece:  # (the bytes table holds every token the others hold)
-            if out_of_order:
-                token = _produced_token(short_tokens, medium_tokens, bytes_slots, token_bytes, token_start, produced,
-                                        data, piece_start, piece_end)
-            else:
-                token = _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start,
-                                     piece_end)
+            token = _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
         if token >= 0:
             out[n_out] = token
             n_out += 1
@@ -627,24 +603,24 @@ class FusedPipeline:
         matcher = build_matcher(vocabulary)
         short = short_piece_tables(vocabulary, tables, matcher)
         unreachable = bool(short["unreachable"][0])
-        nothing = np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-        produced, live_pair_keys, live_pair_vals = nothing
+        live_pair_keys, live_pair_vals = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
         self.out_of_order = rank_order_break(vocabulary) is not None
         if self.out_of_order:
             # the definition's own merges and the tokens BPE produces from their own bytes
             # the definition's own merges; a piece that is one token is emitted when BPE of its bytes
-            # gives that token, or, under whole-piece lookup, when it is any usable token (then
-            # the short and medium tables hold every usable token, and the bytes table is not
-            # probed first: ``whole_piece`` stays False)
+            # gives that token, or, under whole-piece lookup, when it is any usable token: the
+            # short and medium tables and the forward trie hold exactly those (so the bytes
+            # table is not probed first: ``whole_piece`` stays False)
+            from ..kernels.out_of_order import whole_token_lookup
+
             live = _out_of_order_tables(vocabulary)
-            matcher = live["matcher"]
-            whole = "usable" if vocabulary.whole_piece_lookup else "produced"
+            matcher, short_lookup, medium_lookup = whole_token_lookup(vocabulary, tables, live,
+                                                                      vocabulary.whole_piece_lookup)
             short = dict(short, token_of_rank=live["token_of_rank"], token_offset=[live["token_offset"]],
-                         byte_pair_ranks=live["byte_pair_ranks"],
-                         short_tokens=live["short_tokens" if whole == "produced" else "short_usable"],
-                         medium_tokens=live["medium_tokens" if whole == "produced" else "medium_usable"])
+                         byte_pair_ranks=live["byte_pair_ranks"], short_tokens=short_lookup,
+                         medium_tokens=medium_lookup)
             unreachable = False
-            produced, live_pair_keys, live_pair_vals = live[whole], live["pair_keys"], live["pair_vals"]
+            live_pair_keys, live_pair_vals = live["pair_keys"], live["pair_vals"]
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
@@ -663,7 +639,7 @@ class FusedPipeline:
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit,
-                         produced, live_pair_keys, live_pair_vals)
+                         live_pair_keys, live_pair_vals)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
         new_piece_cache(self.piece_cache_slots)  # refuses a bad size now rather than in a call
