@@ -6,7 +6,8 @@
 
 Each file is loaded by bpebench and by its own library (HF ``tokenizers`` for
 ``tokenizer.json``, ``sentencepiece`` for ``.model``); both encode the same texts: the
-hard-string set of ``tests/golden/hard_strings.py`` and the lines of the natural-text
+component-pipeline texts of the hard-string set
+(``bpebench.corpora.hard_strings.PIPELINE_TEXTS``) and the lines of the natural-text
 corpora (UDHR in every language, English prose, Python code, digits, whitespace, combining
 marks, emoji ZWJ sequences). Prints per file: the components bpebench uses, texts matched
 / total with the summed encode times (each text once, after a warm-up on the first 40;
@@ -40,13 +41,9 @@ def default_files() -> list[Path]:
 
 def texts(lines_per_corpus: int) -> list[str]:
     import bpebench.corpora as corpora
+    from bpebench.corpora.hard_strings import PIPELINE_TEXTS
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "golden"))
-    try:
-        from hard_strings import HARD_STRINGS
-    except ImportError:  # an installed copy without the tests
-        HARD_STRINGS = []
-    out = list(HARD_STRINGS)
+    out = list(PIPELINE_TEXTS)
     for name in CORPORA:
         text = corpora.get(name)
         out.extend(line for line in text.splitlines()[:lines_per_corpus] if line)

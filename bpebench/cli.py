@@ -19,7 +19,8 @@ import time
 from bpebench.errors import BpebenchError
 
 #: modules that add sub-commands with ``register(subparsers)``
-COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli")
+COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli",
+                   "bpebench.properties.parity_cli")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,7 +43,7 @@ def _fail(message: str, code: int = 2) -> int:
 # ----------------------------------------------------------------------------- commands
 def cmd_list(args) -> int:
     from bpebench.algorithms.formats import BUILTIN
-    from bpebench.algorithms.core.registry import BROKEN, encoder_names, get_encoder_class
+    from bpebench.algorithms.core.registry import BROKEN, encoder_names, get_encoder_class, origin
 
     print("vocabularies:")
     for v in BUILTIN.values():
@@ -52,7 +53,10 @@ def cmd_list(args) -> int:
     for name in encoder_names():
         cls = get_encoder_class(name)
         kind = "exact" if cls.is_exact() else "approximate"
-        print(f"  {name:<14} {kind:<12} {cls.summary}")
+        where = origin(name)
+        print(f"  {name:<14} {kind:<12} {'built-in' if where == 'built-in' else 'plugin':<9} {cls.summary}")
+        if where != "built-in":
+            print(f"  {'':<14} from {where}")
     for where, reason in BROKEN.items():
         print(f"  (not loaded: {where}: {reason})")
     return 0

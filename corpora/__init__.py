@@ -15,6 +15,10 @@ path is accepted as a user corpus. Categories:
   (:mod:`bpebench.corpora.documents`)
 * random: ``random-tokens`` (:mod:`bpebench.corpora.random_tokens`)
 * adversarial: :mod:`bpebench.corpora.adversarial` and :mod:`bpebench.corpora.search`
+
+Beside them, :mod:`bpebench.corpora.hard_strings` holds the hard-string set: short texts,
+each its own document, that tokenizers tend to get wrong (``bpebench parity`` runs them by
+default).
 """
 
 from .registry import (

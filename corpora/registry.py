@@ -171,19 +171,23 @@ def get_bytes(name: str | os.PathLike, **params) -> bytes:
     return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
 
 
+def corpus_files(root: Path) -> list[Path]:
+    """The files of a user corpus: ``root`` itself, or every regular file under it, sorted by path."""
+    if not root.is_dir():
+        return [root]
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    if not files:
+        raise BpebenchError(f"{root}: directory has no files to use as a corpus")
+    return files
+
+
 def read_user_corpus(path: str | os.PathLike, *, size: int | None = None) -> bytes:
     """The bytes of a file, or of every regular file under a directory (sorted by path, joined by newlines)."""
     root = Path(path)
     if not root.exists():
         raise UnknownNameError("corpus", os.fspath(path), names())
-    if root.is_dir():
-        files = sorted(p for p in root.rglob("*") if p.is_file())
-        if not files:
-            raise BpebenchError(f"{root}: directory has no files to use as a corpus")
-    else:
-        files = [root]
     chunks, total = [], 0
-    for file in files:
+    for file in corpus_files(root):
         try:
             data = file.read_bytes()
         except OSError as exc:

@@ -46,14 +46,18 @@ def _check_named_vocabularies(specs) -> None:
 
 
 def _print_result(r, *, verbose: bool = False, out=None) -> None:
+    from .guard import shown
+
     out = out or sys.stdout
     secs = f"{r.seconds:7.2f}s"
     print(f"  {r.check:<17} {r.vocabulary:<28} {r.status:<31} {secs}", file=out)
-    if r.passed is False or (verbose and r.message):
+    if r.passed is False or (verbose and r.message) or r.status == "not run":
         print(f"      {r.message}", file=out)
     if r.passed is False:
+        for line in r.details:
+            print(f"        {line}", file=out)
         if r.counterexample is not None:
-            print(f"      counterexample: {r.counterexample!r}", file=out)
+            print(f"      counterexample: {shown(r.counterexample, 240)}", file=out)
         if r.reproduce:
             print(f"      reproduce: {r.reproduce}", file=out)
     out.flush()
@@ -62,7 +66,7 @@ def _print_result(r, *, verbose: bool = False, out=None) -> None:
 def _summary(results) -> tuple[int, str]:
     failed = [r for r in results if not r.ok]
     counts = {s: sum(1 for r in results if r.status == s) for s in
-              ("pass", "FAIL", "expected failure (approximate)", "n/a")}
+              ("pass", "FAIL", "expected failure (approximate)", "not run", "n/a")}
     text = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     return (1 if failed else 0), text
 
@@ -73,10 +77,19 @@ def cmd_verify(args) -> int:
 
     cls, target = resolve_target(args.target)
     if args.example:
+        text = args.example
+        if text.startswith("@"):
+            try:
+                with open(text[1:], encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as exc:
+                raise BpebenchError(f"--example {args.example}: cannot read the file: {exc.strerror}") from None
         try:
-            payload = payload_from_json(args.example)
+            payload = payload_from_json(text)
         except ValueError as exc:
             raise BpebenchError(f"--example is not valid JSON: {exc}") from None
+        if not isinstance(payload, dict) or "vocab" not in payload:
+            raise BpebenchError("--example must be a JSON object with a 'vocab' (the payload a failure prints)")
         if not args.check or len(args.check) != 1:
             raise BpebenchError("--example needs exactly one --check")
         r = replay(target, args.check[0], payload, call_timeout=args.call_timeout, isolate=not args.no_isolate,
@@ -84,6 +97,10 @@ def cmd_verify(args) -> int:
         print(f"{target}: replaying one example")
         _print_result(r, verbose=True)
         return 0 if r.ok else 1
+    if args.exhaustive:
+        return _cmd_exhaustive(args, cls, target)
+    if args.max_len is not None:
+        raise BpebenchError("--max-len goes with --exhaustive")
     vocabularies = _vocab_list(args.vocab, DEFAULT_VOCABULARIES)
     _check_named_vocabularies(args.vocab and vocabularies)
     checks = [c for v in args.check or [] for c in v.split(",") if c] or None
@@ -93,17 +110,45 @@ def cmd_verify(args) -> int:
     start = time.perf_counter()
     results = check_encoder(cls if args.no_isolate else target, vocabularies, args.max_examples, checks=checks,
                             isolate=not args.no_isolate, check_timeout=args.timeout,
-                            call_timeout=args.call_timeout, profile=args.profile,
-                            on_result=lambda r: (r.passed is not None or args.verbose)
+                            call_timeout=args.call_timeout, profile=args.profile, seed=args.seed,
+                            on_result=lambda r: (r.status != "n/a" or args.verbose)
                             and _print_result(r, verbose=args.verbose))
     skipped: dict[str, set[str]] = {}
     for r in results:
-        if r.passed is None:
+        if r.status == "n/a":
             skipped.setdefault(r.message, set()).add(r.check if "available" not in r.message else r.vocabulary)
     if skipped and not args.verbose:
         print("  not applicable: " + "; ".join(f"{', '.join(sorted(v))} ({reason})" for reason, v in skipped.items()))
     code, text = _summary(results)
     print(f"{text} in {time.perf_counter() - start:.1f}s: {'OK' if code == 0 else 'FAILED'}")
+    return code
+
+
+def _cmd_exhaustive(args, cls, target) -> int:
+    """Proof mode: every input up to --max-len bytes over each vocabulary's alphabet."""
+    from .exhaustive import DEFAULT_MAX_LEN, PROOF_VOCABULARIES, plan
+    from .kit import replay
+    from .vocabularies import short_name
+
+    if args.check or args.example:
+        raise BpebenchError("--exhaustive runs its own check: leave out --check and --example")
+    max_len = DEFAULT_MAX_LEN if args.max_len is None else args.max_len
+    vocabularies = _vocab_list(args.vocab, PROOF_VOCABULARIES)
+    _check_named_vocabularies(args.vocab and vocabularies)
+    planned = [(spec, *plan(spec, max_len)) for spec in vocabularies]  # too big: one line, before any run
+    print(f"verify {target} --exhaustive: every input of 0..{max_len} bytes over each vocabulary's alphabet")
+    print(f"  {'check':<17} {'vocabulary':<28} {'status':<31} {'time':>8}")
+    start = time.perf_counter()
+    results = []
+    for spec, alphabet, total in planned:
+        r = replay(cls if args.no_isolate else target, "exhaustive", {"vocab": spec, "max_len": max_len},
+                   call_timeout=args.call_timeout, isolate=not args.no_isolate, check_timeout=args.timeout)
+        r.vocabulary = short_name(spec)
+        results.append(r)
+        _print_result(r, verbose=True)
+    code, text = _summary(results)
+    checked = sum(total for (_, _, total), r in zip(planned, results) if r.passed)
+    print(f"{text}; {checked:,} inputs checked in {time.perf_counter() - start:.1f}s: {'OK' if code == 0 else 'FAILED'}")
     return code
 
 
@@ -175,15 +220,23 @@ def register(subparsers) -> None:
                         " or a path; repeat or comma-separate (default: random + the real vocabularies)")
     p.add_argument("--check", action="append", metavar="ID", help=f"only these checks ({', '.join(CHECKS)})")
     p.add_argument("--max-examples", type=int, default=None, help="examples per check (default: the profile's)")
-    p.add_argument("--example", default=None, help="replay one payload (the JSON a failure prints)")
+    p.add_argument("--example", default=None,
+                   help="replay one payload (the JSON a failure prints, or @FILE holding it)")
     p.add_argument("--profile", default=None, choices=["dev", "ci", "fuzz"],
                    help="hypothesis profile (default: $HYPOTHESIS_PROFILE, else ci under $CI, else dev)")
     p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT,
                    help=f"seconds per check before the worker is killed (default {DEFAULT_CHECK_TIMEOUT:g})")
     p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT,
-                   help=f"CPU seconds per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
+                   help=f"seconds (wall clock) per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
     p.add_argument("--no-isolate", action="store_true", help="run in this process (no protection from hangs in compiled code)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the message of passing checks too")
+    p.add_argument("--seed", type=int, default=None,
+                   help="hypothesis seed: other examples for every value (no example database, not derandomized)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="proof mode: every input up to --max-len bytes over each vocabulary's alphabet (default:"
+                        " small trained vocabularies over three letters); a pass is a proof for them")
+    p.add_argument("--max-len", type=int, default=None, metavar="L",
+                   help="longest input of --exhaustive (default 8)")
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("fuzz", help="run the kit with the long fuzz profile until the time budget is spent")
@@ -193,7 +246,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-examples", type=int, default=200,
                    help="examples per check and round (default 200; the budget is checked between rounds)")
     p.add_argument("--timeout", type=float, default=DEFAULT_CHECK_TIMEOUT, help="seconds per check")
-    p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="CPU seconds per encoder call")
+    p.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="seconds (wall clock) per encoder call")
     p.add_argument("--corollaries", action="store_true",
                    help="also run the corollary properties (properties/test_corollaries.py) each round")
     p.set_defaults(func=cmd_fuzz)

@@ -6,11 +6,11 @@ check*, never crash. Three layers do that:
 * :class:`GuardedEncoder` validates every result (a list of ints inside the
   vocabulary, an ``int`` count) and turns any exception into :class:`CheckFailed`
   with one line saying what was called on which input.
-* A per-call CPU-time limit (``setitimer(ITIMER_VIRTUAL)``, main thread only):
-  a Python-level loop that spins is interrupted with :class:`CallTimeout`, which
-  hypothesis then shrinks like any failure. CPU time, not wall time, so a busy
-  machine does not cause false alarms; the virtual timer leaves ``SIGALRM`` to
-  pytest-timeout.
+* A per-call wall-clock limit (:func:`call_time_limit`: a watchdog thread, ``SIGUSR2`` to the
+  main thread): a Python-level loop that spins, or a call that sleeps or blocks, is
+  interrupted with :class:`CallTimeout`, which hypothesis then shrinks like any failure.
+  ``SIGALRM`` stays with pytest-timeout. The default limit is generous (a busy machine
+  must not cause false alarms).
 * Compiled code (numba holds the GIL and never checks signals) cannot be
   interrupted in-process. The kit therefore runs checks in a worker process
   (``bpebench.properties.worker``); before each call the guard writes the input into a
@@ -20,11 +20,13 @@ check*, never crash. Three layers do that:
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import signal
 import struct
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable
 
@@ -36,19 +38,25 @@ from bpebench.algorithms.formats.vocabulary import Vocabulary
 class CheckFailed(AssertionError):
     """A property does not hold; the message is one line for the report.
 
-    ``data`` is the input of the encoder call that failed, when one did.
+    ``data`` is the input of the encoder call that failed, when one did; ``details`` are
+    lines shown under the message (the two id sequences side by side, say).
     """
 
     data: bytes | None = None
+    details: tuple[str, ...] = ()
+    #: (check id, payload) that reproduces this failure more directly than the check's own payload
+    replay_as: tuple[str, dict] | None = None
 
-    def __init__(self, message: str = "", data: bytes | None = None) -> None:
+    def __init__(self, message: str = "", data: bytes | None = None, details=()) -> None:
         super().__init__(message)
         if data is not None:
             self.data = data
+        if details:
+            self.details = tuple(details)
 
 
 class CallTimeout(CheckFailed):
-    """An encoder call ran longer than the per-call CPU-time limit."""
+    """An encoder call ran longer than the per-call (wall-clock) time limit."""
 
 
 class VocabularyRefused(Exception):
@@ -124,24 +132,100 @@ class Probe:
 
 
 # ----------------------------------------------------------------------------- time limit
-def _raise_timeout(signum, frame):
-    raise CallTimeout("timed out")
+_SIGNAL = getattr(signal, "SIGUSR2", None)
+
+
+class _Deadline:
+    """One armed limit: when it expires and which thread it interrupts."""
+
+    def __init__(self, seconds: float, in_main: bool) -> None:
+        self.when = time.monotonic() + seconds
+        self.target = threading.get_ident()
+        self.in_main = in_main
+        self.fired = False
+
+    def fire(self) -> None:
+        self.fired = True
+        if self.in_main:
+            signal.pthread_kill(self.target, _SIGNAL)
+        else:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), ctypes.py_object(CallTimeout))
+
+
+class _Watchdog:
+    """One daemon thread that fires the armed deadlines (a thread per call would cost more
+    than many of the calls it guards)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: set[_Deadline] = set()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, in_main: bool) -> _Deadline:
+        deadline = _Deadline(seconds, in_main)
+        with self._cond:
+            self._armed.add(deadline)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="bpebench-call-limit", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return deadline
+
+    def disarm(self, deadline: _Deadline) -> None:
+        with self._cond:
+            self._armed.discard(deadline)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                if not self._armed:
+                    self._cond.wait()
+                    continue
+                soonest = min(self._armed, key=lambda d: d.when)
+                wait = soonest.when - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                self._armed.discard(soonest)
+                soonest.fire()
+
+
+_WATCHDOG = _Watchdog()
+_armed: _Deadline | None = None  # the limit the watchdog signal may interrupt
+
+
+def _interrupt(signum, frame):
+    if _armed is not None and _armed.fired:
+        raise CallTimeout("timed out")
 
 
 @contextmanager
-def cpu_time_limit(seconds: float | None):
-    """Interrupt the body after ``seconds`` of CPU time (main thread only; else no limit)."""
-    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "ITIMER_VIRTUAL"):
+def call_time_limit(seconds: float | None):
+    """Interrupt the body after ``seconds`` of wall-clock time.
+
+    A watchdog thread waits for the deadline. In the main thread it sends ``SIGUSR2`` to it
+    (which also wakes a ``time.sleep`` or a blocking read; the handler, installed once, raises
+    :class:`CallTimeout` only for an expired limit, so a late signal is harmless); in another
+    thread it raises :class:`CallTimeout` there asynchronously (Python code only). Compiled code
+    that never returns to Python cannot be interrupted in-process: the kit's worker watchdog
+    kills the whole worker for that.
+    """
+    global _armed
+    if not seconds:
         yield
         return
-    previous = signal.signal(signal.SIGVTALRM, _raise_timeout)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    in_main = threading.current_thread() is threading.main_thread() and _SIGNAL is not None
+    if in_main and signal.getsignal(_SIGNAL) is not _interrupt:
+        signal.signal(_SIGNAL, _interrupt)
+    deadline = _WATCHDOG.arm(seconds, in_main)
+    previous, _armed = _armed, deadline
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
+        _WATCHDOG.disarm(deadline)
+        _armed = previous
+        if deadline.fired and not in_main:  # withdraw an exception not delivered yet
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(deadline.target), None)
 
 
 # ----------------------------------------------------------------------------- guarded calls
@@ -151,10 +235,10 @@ def guarded_call(what: str, fn: Callable, *args, timeout: float | None, probe: P
     if probe is not None and probe_data is not None:
         probe.write(probe_data, spec)
     try:
-        with cpu_time_limit(timeout):
+        with call_time_limit(timeout):
             return fn(*args)
     except CallTimeout:
-        raise CallTimeout(f"{what} did not return within {timeout:g} s of CPU time (hangs?)",
+        raise CallTimeout(f"{what} did not return within {timeout:g} s (hangs?)",
                           probe_data) from None
     except CheckFailed:
         raise
@@ -192,7 +276,16 @@ def as_count(what: str, out: Any) -> int:
 
 
 class GuardedEncoder:
-    """An encoder whose every call is validated, time-limited and probed."""
+    """An encoder whose every call is validated, time-limited, probed and remembered.
+
+    ``history`` holds every ``encode`` / ``count`` / ``encode_pieces`` / ``decode`` call since
+    construction as ``(method, argument, size)`` (the latest :attr:`HISTORY_BYTES` of arguments), so that a
+    failure that depends on earlier calls can be replayed; while ``record`` is a list, each such
+    call is also appended to it with its result, so that a check can compare exactly the calls
+    that were made with the reference.
+    """
+
+    HISTORY_BYTES = 1 << 24
 
     def __init__(self, encoder, vocab: Vocabulary, *, timeout: float | None, probe: Probe | None = None) -> None:
         self.raw = encoder
@@ -201,9 +294,13 @@ class GuardedEncoder:
         self.probe = probe
         self.slowest_ok = 0.0
         self.spec = ""  # the vocabulary spec, for the probe
+        self.history: deque[tuple[str, Any]] = deque()
+        self.history_complete = True
+        self._history_bytes = 0
+        self.record: list[tuple[str, Any, Any]] | None = None
 
     def call(self, what: str, fn: Callable, *args, probe_data: bytes | None = None) -> Any:
-        start = time.process_time()
+        start = time.perf_counter()
         try:
             out = guarded_call(what, fn, *args, timeout=self.timeout, probe=self.probe, probe_data=probe_data,
                                spec=self.spec)
@@ -214,34 +311,61 @@ class GuardedEncoder:
             if self.timeout:
                 self.timeout = min(self.timeout, max(0.25, 20 * self.slowest_ok))
             raise
-        self.slowest_ok = max(self.slowest_ok, time.process_time() - start)
+        self.slowest_ok = max(self.slowest_ok, time.perf_counter() - start)
         return out
 
     def reset_timeout(self, timeout: float | None) -> None:
         """Back to the full per-call limit (the kit calls this before each check)."""
         self.timeout = timeout
 
+    def _remember(self, method: str, arg, size: int) -> None:
+        """Keep the call; past :attr:`HISTORY_BYTES` of arguments the oldest ones are forgotten."""
+        self.history.append((method, arg, size))
+        self._history_bytes += size
+        while self._history_bytes > self.HISTORY_BYTES and len(self.history) > 1:
+            self._history_bytes -= self.history.popleft()[2]
+            self.history_complete = False
+
+    def _recorded(self, method: str, arg, result):
+        if self.record is not None:
+            self.record.append((method, arg, result))
+        return result
+
     def encode(self, data: bytes) -> list[int]:
         what = f"encode({shown(data)})"
+        self._remember("encode", data, len(data))
         try:
-            return as_ids(what, self.call(what, self.raw.encode, data, probe_data=data), self.vocab)
+            ids = as_ids(what, self.call(what, self.raw.encode, data, probe_data=data), self.vocab)
         except CheckFailed as exc:
             exc.data = data
             raise
+        return self._recorded("encode", data, ids)
 
     def count(self, data: bytes) -> int:
         what = f"count({shown(data)})"
+        self._remember("count", data, len(data))
         try:
-            return as_count(what, self.call(what, self.raw.count, data, probe_data=data))
+            n = as_count(what, self.call(what, self.raw.count, data, probe_data=data))
         except CheckFailed as exc:
             exc.data = data
             raise
+        return self._recorded("count", data, n)
 
     def encode_pieces(self, pieces: Iterable[bytes]) -> list[int]:
-        pieces = list(pieces)
-        what = f"encode_pieces({[shown(p, 24) for p in pieces]})"
-        return as_ids(what, self.call(what, self.raw.encode_pieces, pieces, probe_data=b"".join(pieces)),
-                      self.vocab)
+        pieces = [bytes(p) for p in pieces]
+        what = f"encode_pieces({[shown(p, 24) for p in pieces[:8]]}{'...' if len(pieces) > 8 else ''})"
+        self._remember("encode_pieces", pieces, sum(map(len, pieces)) + len(pieces))
+        ids = as_ids(what, self.call(what, self.raw.encode_pieces, pieces, probe_data=b"".join(pieces)),
+                     self.vocab)
+        return self._recorded("encode_pieces", pieces, ids)
+
+    def decode(self, ids: list[int]) -> bytes:
+        what = f"decode({ids[:12]}{'...' if len(ids) > 12 else ''})"
+        self._remember("decode", list(ids), len(ids))
+        out = self.call(what, self.raw.decode, list(ids))
+        if not isinstance(out, (bytes, bytearray)):
+            raise CheckFailed(f"{what} returned {type(out).__name__}, expected bytes")
+        return self._recorded("decode", list(ids), bytes(out))
 
 
 def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | None = None,
@@ -256,6 +380,16 @@ def construct(cls, vocab: Vocabulary, *, timeout: float | None, probe: Probe | N
     sample = bytes(alphabet[:2]) * 2
     guarded.encode(sample)
     guarded.count(sample)
+    guarded.history.clear()  # the warm-up is part of construction: every replay repeats it
     return guarded
+
+
+def replay_calls(guarded: GuardedEncoder, calls) -> None:
+    """Make ``calls`` (``[method, argument]`` pairs, as ``GuardedEncoder.history`` holds them) on
+    ``guarded``, in order; a call that fails raises CheckFailed like any guarded call."""
+    for method, arg, *_ in calls:
+        if method not in ("encode", "count", "encode_pieces", "decode"):
+            raise CheckFailed(f"unknown call {method!r} in the history")
+        getattr(guarded, method)(arg)
 
 

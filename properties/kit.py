@@ -15,13 +15,14 @@ parent gives every check ``check_timeout`` seconds and kills the worker when it
 overruns (compiled numba loops cannot be interrupted in-thread), records that
 check as failed with the input the worker was encoding (from the guard's probe
 file), and starts a fresh worker for the remaining checks. Inside the worker
-(and in-process) a Python-level hang is cut by the per-call CPU-time limit and
-shrunk like any failure. ``isolate=False`` runs in this process (used by the
+(and in-process) a Python-level hang, a sleep or a blocking call is cut by the
+per-call wall-clock limit and shrunk like any failure. ``isolate=False`` runs in this process (used by the
 pytest suite; pytest-timeout is the last resort there).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -33,10 +34,11 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
 from hypothesis import Verbosity, example, given, reject, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
@@ -46,18 +48,22 @@ from bpebench.errors import BpebenchError, UnknownNameError
 from . import oracles
 from .adapters import Incremental
 from .checks import CHECKS, RANDOM, Context, approximate_report, main_bytes, payload_to_json
-from .guard import CheckFailed, Probe, VocabularyRefused, refusal, shown
+from .guard import CallTimeout, CheckFailed, Probe, VocabularyRefused, refusal, replay_calls, shown
 from .settings import load_profile
-from .strategies import inputs, vocabulary_specs
+from .strategies import FEATURES, inputs, vocabulary_specs
 from .vocabularies import available, resolve, short_name
 
 #: vocabularies ``bpebench verify`` uses by default ("random" = drawn trained vocabularies)
 DEFAULT_VOCABULARIES = ("random", "cl100k_base", "o200k_base", "mistral_v1")
 DEFAULT_CHECK_TIMEOUT = 180.0
-DEFAULT_CALL_TIMEOUT = 10.0
+DEFAULT_CALL_TIMEOUT = 30.0
 DEFAULT_BUILD_TIMEOUT = 300.0
 #: operations per run of an incremental state machine
 STATEFUL_STEPS = 10
+#: how a result the kit did not run starts its message
+NOT_RUN = "not run:"
+#: limits of the search for the earlier calls a failure depends on
+HISTORY_TRIES, HISTORY_SECONDS = 300, 60.0
 
 
 # ----------------------------------------------------------------------------- results
@@ -80,11 +86,13 @@ class CheckResult:
     seconds: float = 0.0
     expected_failure: bool = False
     example: str | None = None  # the failing payload as JSON (see checks.payload_to_json)
+    hung: bool = False  # the encoder did not return within a time limit
+    details: list[str] = field(default_factory=list)  # lines shown under the message (ids and bytes)
 
     @property
     def status(self) -> str:
         if self.passed is None:
-            return "n/a"
+            return "not run" if self.message.startswith(NOT_RUN) else "n/a"
         if self.passed:
             return "pass"
         return "expected failure (approximate)" if self.expected_failure else "FAIL"
@@ -147,8 +155,28 @@ def _is_exact(cls: type) -> bool:
     return "exact" in getattr(cls, "capabilities", ())
 
 
+#: payloads longer than this go to a file the reproduce line names (``--example @FILE``)
+INLINE_EXAMPLE_CHARS = 2000
+EXAMPLES_DIR = ".bpebench-examples"
+
+
 def reproduce_command(target: str, check_id: str, payload_json: str) -> str:
-    return f"bpebench verify {shlex.quote(target)} --check {check_id} --example {shlex.quote(payload_json)}"
+    """The command that replays one payload; a long one is written to ``.bpebench-examples/``
+    (in the current directory, else the temporary one) and named as ``--example @FILE``."""
+    example = payload_json
+    if len(payload_json) > INLINE_EXAMPLE_CHARS:
+        name = f"{check_id}-{hashlib.sha256(payload_json.encode()).hexdigest()[:12]}.json"
+        for folder in (EXAMPLES_DIR, os.path.join(tempfile.gettempdir(), "bpebench-examples")):
+            try:
+                os.makedirs(folder, exist_ok=True)
+                path = os.path.join(folder, name)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(payload_json)
+            except OSError:
+                continue
+            example = "@" + path
+            break
+    return f"bpebench verify {shlex.quote(target)} --check {check_id} --example {shlex.quote(example)}"
 
 
 # ----------------------------------------------------------------------------- one check, in-process
@@ -162,7 +190,7 @@ def _longest_tokens(vocab, n: int = 32) -> list[bytes]:
 
 def _incremental_machine(ctx: Context, kind: str, direction: str, record, refused):
     def fresh_count(vocab, data):
-        return len(oracles.reference(vocab, data))
+        return len(oracles.long_reference(vocab, data))
 
     class IncrementalMachine(RuleBasedStateMachine):
         """push / truncate on the encoder's incremental counter; compare with a fresh count each step."""
@@ -183,7 +211,7 @@ def _incremental_machine(ctx: Context, kind: str, direction: str, record, refuse
                                                              "ops": []}, str(exc), exc.data)
                 raise
 
-        @initialize(spec=vocabulary_specs(kind, min_merges=6))
+        @initialize(spec=vocabulary_specs(kind, min_merges=6, disorder=True))
         def start(self, spec):
             self.spec = spec
 
@@ -200,6 +228,14 @@ def _incremental_machine(ctx: Context, kind: str, direction: str, record, refuse
         def push(self, data):
             chunk = data.draw(inputs(resolve(self.spec), max_size=10), label="chunk")
             self._guard(self.session.step, "push", chunk, fresh_count)
+
+        @precondition(lambda self: self.session is not None and FEATURES["long-sequences"])
+        @rule(data=st.data())
+        def push_long_run(self, data):
+            # texts past the sizes a buffer or an index might stop at (256 bytes, 1 kB ...)
+            unit = data.draw(inputs(resolve(self.spec), max_size=32).filter(bool), label="unit")
+            size = data.draw(st.sampled_from([200, 500]), label="size")
+            self._guard(self.session.step, "push", (unit * (size // len(unit) + 1))[:size], fresh_count)
 
         @precondition(lambda self: self.session is not None and self.session.can_truncate)
         @rule(data=st.data())
@@ -235,6 +271,7 @@ def run_check(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     build_timeout: float | None = DEFAULT_BUILD_TIMEOUT,
     ctx: Context | None = None,
+    seed: int | None = None,
 ) -> CheckResult:
     """Run one check on one vocabulary kind in this process (see :func:`check_encoder`)."""
     target = target or resolve_target(cls)[1]
@@ -270,14 +307,23 @@ def run_check(
     found: dict = {}
     refused: list[str] = []  # drawn vocabularies the encoder declared it cannot encode
 
-    def record(payload: dict, message: str, data: bytes | None = None) -> None:
+    def record(payload: dict, message: str, data: bytes | None = None, failure: CheckFailed | None = None) -> None:
         found["payload"], found["message"], found["data"] = payload, message, data
+        found["hung"] = isinstance(failure, CallTimeout)
+        found["details"] = list(getattr(failure, "details", ()) or ())
+        # the calls made on the failing encoder object so far (it may be evicted and rebuilt later)
+        guarded = ctx._encoders.get(payload.get("vocab", ""))
+        found["history"] = list(guarded.history) if guarded is not None else []
 
-    run_settings = settings(settings.default, max_examples=n, verbosity=Verbosity.quiet,
-                            stateful_step_count=STATEFUL_STEPS)
+    steps = STATEFUL_STEPS * (2 if FEATURES["long-sequences"] else 1)
+    run_settings = settings(settings.default, max_examples=n, verbosity=Verbosity.quiet, stateful_step_count=steps)
+    if seed is not None:  # this seed's examples, not those the database or derandomizing would give
+        run_settings = settings(run_settings, derandomize=False, database=None)
     try:
         if check.stateful:
             machine = _incremental_machine(ctx, kind, check.stateful, record, refused)
+            if seed is not None:
+                machine._hypothesis_internal_use_seed = seed
             run_state_machine_as_test(machine, settings=run_settings)
         else:
             def prop(payload: dict) -> None:
@@ -291,7 +337,7 @@ def run_check(
                 except CheckFailed as exc:
                     if exc.data is not None and "data" not in payload and check_id == "token-bytes":
                         payload = {**payload, "data": exc.data}  # replay just the failing token
-                    record(payload, str(exc), exc.data)
+                    record(payload, str(exc), exc.data, exc)
                     raise
                 except (KeyboardInterrupt, SystemExit, GeneratorExit):
                     raise
@@ -305,32 +351,110 @@ def run_check(
             test = given(check.payloads(kind))(prop)
             for pinned in check.pinned(kind):
                 test = example(pinned)(test)
+            if seed is not None:
+                test = hypothesis_seed(seed)(test)
             run_settings(test)()
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:
         if not found:
             return result(passed=False, message=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-        message = found["message"]
-        if isinstance(exc, Flaky):
+        payload, message = found["payload"], found["message"]
+        if not check.stateful and not found["hung"]:
+            payload, note = _reproducible(cls, check, payload, ctx, found["history"])
+            message += note
+        elif isinstance(exc, Flaky):
             message += " (flaky: did not fail again on replay)"
-        payload_json = payload_to_json(found["payload"])
-        expected = check.exactness and not _is_exact(cls)
+        payload_json = payload_to_json(payload)
+        expected = check.exactness and not _is_exact(cls) and not found["hung"]
         if expected:
             try:
                 message += "; " + approximate_report(ctx, kind)
             except CheckFailed as inner:
                 message += f"; (sample not measured: {inner})"
-        shown_bytes = found.get("data")
+        # the counterexample is the payload's input: the one the reproduce line replays
+        shown_bytes = main_bytes(payload)
         if shown_bytes is None:
-            shown_bytes = main_bytes(found["payload"])
-        return result(passed=False, counterexample=shown_bytes, message=message,
-                      reproduce=reproduce_command(target, check_id, payload_json), example=payload_json,
-                      expected_failure=expected)
+            shown_bytes = found.get("data")
+        return result(passed=False, counterexample=shown_bytes, message=message, hung=found["hung"],
+                      details=found["details"], reproduce=reproduce_command(target, check_id, payload_json),
+                      example=payload_json, expected_failure=expected)
     message = f"{n} examples"
     if refused:
-        message += f"; {len(refused)} drawn vocabularies refused, e.g. {refused[0]}"
+        message += f"; {len(refused)} drawn examples skipped, e.g. {refused[0]}"
     return result(passed=True, message=message)
+
+
+# ----------------------------------------------------------------------------- history-dependent failures
+def _fails(cls, check, payload: dict, ctx: Context, calls=None) -> bool:
+    """Does ``payload`` fail on a fresh encoder (after making ``calls`` on it first)?"""
+    fresh = Context(cls, call_timeout=ctx.call_timeout, build_timeout=ctx.build_timeout)
+    try:
+        if calls:
+            try:
+                replay_calls(fresh.encoder(payload["vocab"]), calls)
+            except CheckFailed:
+                return False  # an earlier call failing is another failure, not this one
+        check.run(fresh, payload)
+    except VocabularyRefused:
+        return False
+    except CheckFailed:
+        return True
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception:  # the kit or an oracle broke on it: it does fail
+        return True
+    return False
+
+
+def _reproducible(cls, check, payload: dict, ctx: Context, history: list) -> tuple[dict, str]:
+    """``(payload, note)``: the payload unchanged when it fails on a fresh encoder; else, when
+    the failure needs earlier calls on the same encoder object (a cache, a buffer, state that
+    leaks between calls), the payload with the fewest of those calls found as its ``history``."""
+    if _fails(cls, check, payload, ctx):
+        return payload, ""
+    calls = _minimal_history(cls, check, payload, ctx, history) if history else None
+    if calls is None:
+        return payload, " (flaky: did not fail again on replay, on a fresh encoder or after the earlier calls)"
+    return {**payload, "history": [[method, arg] for method, arg, *_ in calls]}, (
+        f" (depends on earlier calls: it fails after {len(calls)} earlier call(s) on the same encoder object,"
+        f" not on a fresh one; the reproduce line makes them first)")
+
+
+def _minimal_history(cls, check, payload: dict, ctx: Context, history: list) -> list | None:
+    """A short subsequence of ``history`` after which ``payload`` still fails (None if even the
+    whole does not make it fail): the shortest tail that works, then chunks dropped while it
+    still fails, within :data:`HISTORY_TRIES` replays and :data:`HISTORY_SECONDS`."""
+    deadline = time.monotonic() + HISTORY_SECONDS
+    tries = [0]
+
+    def fails(calls) -> bool:
+        tries[0] += 1
+        return _fails(cls, check, payload, ctx, calls)
+
+    def spent() -> bool:
+        return tries[0] >= HISTORY_TRIES or time.monotonic() > deadline
+
+    if not fails(history):
+        return None
+    calls = history
+    k = 1
+    while k < len(calls) and not spent():
+        if fails(calls[-k:]):
+            calls = calls[-k:]
+            break
+        k *= 2
+    chunk = len(calls) // 2
+    while chunk >= 1 and not spent():
+        i = 0
+        while i < len(calls) and not spent():
+            trial = calls[:i] + calls[i + chunk:]
+            if trial != calls and fails(trial):
+                calls = trial
+            else:
+                i += chunk
+        chunk //= 2
+    return calls
 
 
 def replay(target, check_id: str, payload: dict, *, call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
@@ -353,31 +477,47 @@ def replay(target, check_id: str, payload: dict, *, call_timeout: float | None =
 
 
 def replay_here(cls, target: str, check_id: str, payload: dict, ctx: Context) -> CheckResult:
+    """Run ``payload`` once; a ``history`` in it is made on a fresh encoder first."""
     check = CHECKS[check_id]
     start = time.perf_counter()
-    passed, message, data = True, "the example passes", None
+    passed, message, data, hung, details = True, "the example passes", None, False, []
+    history = payload.get("history")
+    shown_as = (check_id, payload)
     try:
-        check.run(ctx, payload)
+        if history:
+            ctx = Context(cls, call_timeout=ctx.call_timeout, build_timeout=ctx.build_timeout, probe=ctx.probe)
+            replay_calls(ctx.encoder(payload["vocab"]), history)
+        said = check.run(ctx, payload)
+        if isinstance(said, str):
+            message = said
     except VocabularyRefused as exc:
         passed, message = None, str(exc)
     except CheckFailed as exc:
         passed, message, data = False, str(exc), exc.data
+        hung, details = isinstance(exc, CallTimeout), list(exc.details)
+        shown_as = exc.replay_as or shown_as
+        if history:
+            message += f" (after {len(history)} earlier call(s) on the same encoder object)"
+    shown_bytes = main_bytes(shown_as[1])
+    example = payload_to_json(shown_as[1]) if passed is False else None
     return CheckResult(check=check_id, encoder=getattr(cls, "name", "") or cls.__qualname__,
                        vocabulary=short_name(payload.get("vocab", "")), passed=passed,
-                       counterexample=data if data is not None else main_bytes(payload),
-                       message=message, seconds=round(time.perf_counter() - start, 3),
-                       expected_failure=not passed and check.exactness and not _is_exact(cls),
-                       example=payload_to_json(payload) if not passed else None,
-                       reproduce=reproduce_command(target, check_id, payload_to_json(payload)) if not passed else None)
+                       counterexample=shown_bytes if shown_bytes is not None else data,
+                       message=message, seconds=round(time.perf_counter() - start, 3), hung=hung, details=details,
+                       expected_failure=passed is False and check.exactness and not _is_exact(cls) and not hung,
+                       example=example, reproduce=reproduce_command(target, shown_as[0], example) if example else None)
 
 
 # ----------------------------------------------------------------------------- many checks
 def plan(cls: type, vocabularies: Sequence[str], checks: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """The (check id, vocabulary kind) pairs to run, in report order."""
-    ids = list(checks) if checks else list(CHECKS)
+    ids = list(checks) if checks else [c for c, check in CHECKS.items() if not check.explicit]
     unknown = [c for c in ids if c not in CHECKS]
     if unknown:
         raise UnknownNameError("check", unknown[0], list(CHECKS))
+    explicit = [c for c in ids if CHECKS[c].explicit]
+    if explicit:
+        raise BpebenchError(f"the {explicit[0]} check runs only with its own option (--{explicit[0]})")
     return [(c, v) for c in ids for v in vocabularies]
 
 
@@ -392,6 +532,7 @@ def check_encoder(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     profile: str | None = None,
     on_result=None,
+    seed: int | None = None,
 ) -> list[CheckResult]:
     """Run every applicable check on ``encoder`` (a class, ``"module:Class"`` or a registered name).
 
@@ -404,9 +545,10 @@ def check_encoder(
         isolate: run in a worker process (True), here (False), or "auto" (a worker
             when the class can be imported by name).
         check_timeout: wall-clock seconds per check before the worker is killed.
-        call_timeout: CPU seconds per encoder call before it counts as hanging.
+        call_timeout: wall-clock seconds per encoder call before it counts as hanging.
         profile: hypothesis profile (default: ``HYPOTHESIS_PROFILE`` / ``CI``).
         on_result: called with each CheckResult as it arrives.
+        seed: a hypothesis seed: other examples for every value (no database, not derandomized).
     """
     cls, target = resolve_target(encoder)
     profile = load_profile(profile)
@@ -416,14 +558,27 @@ def check_encoder(
     if not isolate:
         ctx = Context(cls, call_timeout=call_timeout, build_timeout=DEFAULT_BUILD_TIMEOUT)
         results = []
+        hung = None
         for check_id, kind in pairs:
-            r = run_check(cls, check_id, kind, target=target, max_examples=max_examples, ctx=ctx)
+            if hung is None:
+                r = run_check(cls, check_id, kind, target=target, max_examples=max_examples, ctx=ctx, seed=seed)
+                hung = r if r.hung else None
+            else:
+                r = not_run(cls, check_id, kind, hung)
             results.append(r)
             if on_result:
                 on_result(r)
         return results
-    return _run_isolated(cls, target, [[c, k, None] for c, k in pairs], max_examples=max_examples, check_timeout=check_timeout,
-                         call_timeout=call_timeout, profile=profile, on_result=on_result)
+    return _run_isolated(cls, target, [[c, k, None] for c, k in pairs], max_examples=max_examples,
+                         check_timeout=check_timeout, call_timeout=call_timeout, profile=profile, on_result=on_result,
+                         seed=seed)
+
+
+def not_run(cls, check_id: str, kind: str, hung: CheckResult) -> CheckResult:
+    """The result of a check skipped because the encoder already hung (no more time on it)."""
+    return CheckResult(check=check_id, encoder=getattr(cls, "name", "") or cls.__qualname__,
+                       vocabulary=short_name(kind), passed=None,
+                       message=f"{NOT_RUN} the encoder hung in {hung.check} on {hung.vocabulary}")
 
 
 # ----------------------------------------------------------------------------- worker supervision
@@ -434,15 +589,37 @@ def _reader(stream, out: queue.Queue) -> None:
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker's own session: it and nothing else
-    except (ProcessLookupError, PermissionError):
-        pass
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker's own session: it and nothing else
+        except (ProcessLookupError, PermissionError):
+            pass
     proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except (OSError, ValueError):
+            pass
 
 
-def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeout, profile, on_result):
-    """Run ``items`` ([check id, kind, payload JSON or None]) in worker processes, with a watchdog."""
+def _start_worker(job: dict, stderr_path: str) -> subprocess.Popen:
+    """A worker in a session of its own (the watchdog kills it and nothing else). Its stdin stays
+    open: the worker exits when it closes, i.e. when this process ends however it ends (and, on
+    Linux, the kernel kills it with its parent too)."""
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "bpebench.properties.worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    proc.stdin.write(json.dumps(job) + "\n")
+    proc.stdin.flush()
+    return proc
+
+
+def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeout, profile, on_result, seed=None):
+    """Run ``items`` ([check id, kind, payload JSON or None]) in worker processes, with a watchdog.
+
+    A check that overruns ``check_timeout`` (wall clock) has its worker killed and is reported
+    as hung with the input it was on; the encoder is then marked hung and the remaining checks
+    are not run (a hung encoder would cost the whole limit on each)."""
     results: list[CheckResult] = []
     remaining = [list(item) + [None] * (3 - len(item)) for item in items]
     encoder_name = getattr(cls, "name", "") or cls.__qualname__
@@ -458,53 +635,71 @@ def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeo
         while remaining:
             Probe.create(probe_path)
             job = dict(target=target, items=remaining, max_examples=max_examples, call_timeout=call_timeout,
-                       profile=profile, probe=probe_path)
-            with open(stderr_path, "wb") as err:
-                proc = subprocess.Popen([sys.executable, "-m", "bpebench.properties.worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
-            lines: queue.Queue = queue.Queue()
-            threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
-            proc.stdin.write(json.dumps(job))
-            proc.stdin.close()
-            done = 0  # items of this job finished
-            current, started = None, time.monotonic()
-            deadline = started + check_timeout
-            while True:
-                try:
-                    line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
-                except queue.Empty:
-                    line = "TIMEOUT"
-                if line is None or line == "TIMEOUT":
-                    if line is None:  # the worker ended: let it finish dying to read its exit code
-                        try:
-                            proc.wait(timeout=10)
-                        except subprocess.TimeoutExpired:
-                            pass
-                    _kill(proc)
-                    if current is None:
-                        raise BpebenchError(f"the kit's worker for {target} failed: {_tail(stderr_path)}")
-                    emit(_lost_check(target, encoder_name, remaining[done], probe_path, stderr_path,
-                                     hung=line == "TIMEOUT", check_timeout=check_timeout,
-                                     returncode=proc.returncode, seconds=time.monotonic() - started))
-                    remaining = remaining[done + 1:]
-                    break
-                tag, _, body = line.rstrip("\n").partition(" ")
-                if tag == "START":
-                    current = json.loads(body)
-                    started = time.monotonic()
-                    deadline = started + check_timeout
-                elif tag == "RESULT":
-                    emit(CheckResult.from_json(body))
-                    done += 1
-                    current = None
-                    if done == len(remaining):
-                        proc.wait()
-                        remaining = []
-                        break
-                elif tag == "ERROR":
-                    _kill(proc)
-                    raise BpebenchError(json.loads(body))
+                       profile=profile, probe=probe_path, parent=os.getpid(), seed=seed)
+            proc = _start_worker(job, stderr_path)
+            try:
+                remaining = _supervise(proc, remaining, emit, target=target, encoder_name=encoder_name,
+                                       check_timeout=check_timeout, probe_path=probe_path, stderr_path=stderr_path)
+            finally:
+                _kill(proc)  # also on Ctrl-C or any error here: no worker outlives this call
     return results
+
+
+def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, probe_path, stderr_path) -> list:
+    """Read one worker's results; return the items still to run in a fresh worker."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+    done = 0  # items of this job finished
+    current, started = None, time.monotonic()
+    deadline = started + check_timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
+        except queue.Empty:
+            line = "TIMEOUT"
+        if line is None or line == "TIMEOUT":
+            if line is None:  # the worker ended: let it finish dying to read its exit code
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            _kill(proc)
+            if current is None:
+                raise BpebenchError(f"the kit's worker for {target} failed: {_tail(stderr_path)}")
+            lost = _lost_check(target, encoder_name, remaining[done], probe_path, stderr_path,
+                               hung=line == "TIMEOUT", check_timeout=check_timeout,
+                               returncode=proc.returncode, seconds=time.monotonic() - started)
+            emit(lost)
+            if lost.hung:
+                for check_id, kind, _ in remaining[done + 1:]:
+                    emit(not_run(_Named(encoder_name), check_id, kind, lost))
+                return []
+            return remaining[done + 1:]
+        tag, _, body = line.rstrip("\n").partition(" ")
+        if tag == "START":
+            current = json.loads(body)
+            started = time.monotonic()
+            deadline = started + check_timeout
+        elif tag == "RESULT":
+            emit(CheckResult.from_json(body))
+            done += 1
+            current = None
+            if done == len(remaining):
+                proc.stdin.close()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
+                return []
+        elif tag == "ERROR":
+            raise BpebenchError(json.loads(body))
+
+
+class _Named:
+    """Stands for an encoder class that is known only by name (in the parent of a worker)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 def _lost_check(target, encoder_name, item, probe_path, stderr_path, *, hung, check_timeout, returncode,
@@ -523,7 +718,7 @@ def _lost_check(target, encoder_name, item, probe_path, stderr_path, *, hung, ch
         reproduce = reproduce_command(target, check_id if check_id in _BYTES_CHECKS else "equals-naive", example)
     return CheckResult(check=check_id, encoder=encoder_name, vocabulary=short_name(kind), passed=False,
                        counterexample=data, message=message, seconds=round(seconds, 1), example=example,
-                       reproduce=reproduce)
+                       reproduce=reproduce, hung=hung)
 
 
 #: checks whose payload is just {"vocab", "data"}: a probed input replays through them as is
@@ -583,6 +778,7 @@ def assert_check(cls: type, check_id: str, kind: str, *, max_examples: int | Non
     if r.expected_failure:
         pytest.xfail(f"expected failure (approximate): {r.message}")
     if not r.passed:
-        pytest.fail(f"{r.check} on {r.vocabulary}: {r.message}\n  counterexample: {r.counterexample!r}\n"
+        details = "".join(f"\n    {line}" for line in r.details)
+        pytest.fail(f"{r.check} on {r.vocabulary}: {r.message}{details}\n  counterexample: {r.counterexample!r}\n"
                     f"  reproduce: {r.reproduce}", pytrace=False)
     return r

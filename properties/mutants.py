@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary, pair_lookup
+from bpebench.algorithms.pipeline.chunking import count_till_limit as _real_count_till_limit
 from bpebench.algorithms.core.encoder import Encoder
 from bpebench.algorithms.kernels.reference import bpe_reference
 
@@ -44,6 +45,8 @@ class _ReferenceLike(Encoder):
     def encode(self, data: bytes) -> list[int]:
         byte_token = self.vocabulary.byte_token
         parts = [int(byte_token[b]) for b in data]
+        if -1 in parts:
+            raise ValueError(f"byte 0x{data[parts.index(-1)]:02x} is not a token")
 
         def look(i):
             found = self.merge(parts[i], parts[i + 1])
@@ -159,7 +162,7 @@ class RaisesOnRareByte(_ReferenceLike):
 
 class HangsOnRareInput(_ReferenceLike):
     """Walks back over the trailing run of one byte in a ring buffer: never stops when the
-    whole input (3 bytes or more) is that one byte (Python: cut by the per-call CPU limit)."""
+    whole input (3 bytes or more) is that one byte (Python: cut by the per-call time limit)."""
 
     def encode(self, data: bytes) -> list[int]:
         if len(data) >= 3:
@@ -185,6 +188,22 @@ class HangsInCompiledCode(_ReferenceLike):
         if len(data) >= 3:
             _trailing_run_start(np.frombuffer(data, dtype=np.uint8))
         return super().encode(data)
+
+
+class StaleCacheKeyedOnPrefix(_ReferenceLike):
+    """Memoises encodings under a cheap key (length and first two bytes): another input with the
+    same key gets the earlier input's ids. Wrong only after an earlier call, never on a fresh
+    encoder: the kit must replay the calls before it to show the failure."""
+
+    def __init__(self, vocabulary) -> None:
+        super().__init__(vocabulary)
+        self._memo: dict = {}
+
+    def encode(self, data: bytes) -> list[int]:
+        key = (len(data), data[:2])
+        if key not in self._memo:
+            self._memo[key] = super().encode(data)
+        return list(self._memo[key])
 
 
 class CountUsesGreedyFastPath(_ReferenceLike):
@@ -220,6 +239,7 @@ class _TableLike(Encoder):
     capabilities = frozenset({"exact"})
     strict = True
     tie_rule = True
+    needs_ordered_merges = True  # the compatibility test assumes merges in priority order
 
     def __init__(self, vocabulary) -> None:
         super().__init__(vocabulary)
@@ -236,6 +256,26 @@ class _TableLike(Encoder):
 
 class ControlTable(_TableLike):
     """The paper's prefix-table algorithm with a correct compatibility test: must pass."""
+
+
+class TableWithoutRefusal(_TableLike):
+    """The prefix table used on every vocabulary, also where merges run out of priority order
+    (there the compatibility test is wrong: the encoder should refuse the vocabulary)."""
+
+    needs_ordered_merges = False
+
+
+class TableRefusesOnlyRankDisorder(_TableLike):
+    """Refuses rank files whose ranks run out of order, but takes every HF-style merge list, also
+    one whose merges run out of priority order."""
+
+    needs_ordered_merges = False
+
+    @classmethod
+    def unsupported_reason(cls, vocabulary):
+        from bpebench.algorithms.kernels.compiled import rank_order_break
+
+        return rank_order_break(vocabulary) if vocabulary.rule == "ranks" else None
 
 
 class PriorityLessOrEqual(_TableLike):
@@ -333,11 +373,158 @@ class IntervalCountsOverlappingTokens(ControlInterval):
         return _Interval(self.vocabulary, data, overlap=True)
 
 
+# ----------------------------------------------------------------------------- the rest of the interface
+class _Fast(Encoder):
+    """A correct compiled encoder (``heap``: it accepts every vocabulary) to hang a bug on, so
+    that the kit can give it long inputs."""
+
+    capabilities = frozenset({"exact"})
+
+    def __init__(self, vocabulary) -> None:
+        super().__init__(vocabulary)
+        from bpebench.algorithms.core.registry import make_encoder
+
+        self.inner = make_encoder("heap", vocabulary)
+
+    def encode(self, data: bytes) -> list[int]:
+        return self.inner.encode(data)
+
+    def count(self, data: bytes) -> int:
+        return self.inner.count(data)
+
+
+class ControlFast(_Fast):
+    """No bug: must pass every check."""
+
+
+class DecodeThroughText(ControlFast):
+    """Its own ``decode`` goes through ``str`` with ``errors="replace"``: bytes that are not
+    whole UTF-8 characters come back as U+FFFD."""
+
+    def decode(self, ids) -> bytes:
+        return self.vocabulary.decode_bytes(ids).decode("utf-8", "replace").encode("utf-8")
+
+
+class LengthInUint16(ControlFast):
+    """Keeps the input length in 16 bits: from 65536 bytes on, it encodes only ``len % 65536``."""
+
+    def encode(self, data: bytes) -> list[int]:
+        return super().encode(data[: len(data) & 0xFFFF])
+
+    def count(self, data: bytes) -> int:
+        return super().count(data[: len(data) & 0xFFFF])
+
+
+class PieceOffsetsInUint8(ControlFast):
+    """``encode_pieces`` joins the pieces and keeps their offsets in 8 bits: past 255 bytes in
+    all, pieces are cut at the wrong places."""
+
+    def encode_pieces(self, pieces) -> list[int]:
+        pieces = list(pieces)
+        joined = b"".join(pieces)
+        offsets = np.cumsum([0] + [len(p) for p in pieces]).astype(np.uint8)
+        out: list[int] = []
+        for a, b in zip(offsets[:-1], offsets[1:]):
+            out.extend(self.encode(joined[int(a) : int(b)]))
+        return out
+
+
+class CarvesSpecialLiterals(ControlFast):
+    """Raw encoding carves special-token literals out of the bytes and emits their ids (a
+    Tokenizer's job, and only for allowed ones)."""
+
+    def encode(self, data: bytes) -> list[int]:
+        for literal, token in self.vocabulary.special_tokens.items():
+            raw = literal.encode("utf-8")
+            if raw and raw in data:
+                before, _, after = data.partition(raw)
+                return self.encode(before) + [token] + self.encode(after)
+        return super().encode(data)
+
+    def count(self, data: bytes) -> int:
+        return len(self.encode(data))
+
+
+class SkipsUnknownBytes(ControlFast):
+    """Drops the bytes that are not tokens instead of refusing the input."""
+
+    def encode(self, data: bytes) -> list[int]:
+        known = self.vocabulary.byte_token
+        return super().encode(bytes(b for b in data if known[b] >= 0))
+
+    def count(self, data: bytes) -> int:
+        return len(self.encode(data))
+
+
+class _ShortMemoryAppender(_Appender):
+    """Keeps only the last 1 kB of text: longer texts are counted from a wrong start."""
+
+    def push(self, data: bytes) -> None:
+        self.text += data
+        self.ids = bpe_reference(self.vocab, self.text[-1024:])
+
+
+class AppenderForgetsPast1024(ControlAppending):
+    """Its appending counter keeps a 1 kB buffer: wrong once the text is longer."""
+
+    def appender(self):
+        return _ShortMemoryAppender(self.vocabulary, keeps_partial_token=False)
+
+
+class _Uint8Interval(_Interval):
+    def count(self, start: int, end: int) -> int:
+        return super().count(start & 0xFF, end & 0xFF) if max(start, end) > 255 else super().count(start, end)
+
+
+class IntervalPositionsInUint8(ControlInterval):
+    """Its interval structure keeps positions in 8 bits: wrong on texts longer than 255 bytes."""
+
+    def interval(self, data: bytes):
+        return _Uint8Interval(self.vocabulary, data, overlap=False)
+
+
+# ----------------------------------------------------------------------------- chunking mutants
+def split_before_first_overflow(text, n, *, encoder_or_tokenizer, allowed_special=frozenset()):
+    """``split_at_tokens`` that assumes prefix counts only grow: it stops at the first character
+    boundary where the count passes ``n`` (wrong where a longer prefix needs fewer tokens)."""
+    best = text[:0]
+    for end in range(1, len(text) + 1):
+        prefix = text[:end]
+        if isinstance(prefix, bytes) and end < len(text) and (text[end] & 0xC0) == 0x80:
+            continue
+        if _real_count_till_limit(prefix, n, encoder_or_tokenizer=encoder_or_tokenizer,
+                                  allowed_special=allowed_special) is None:
+            break
+        best = prefix
+    return best
+
+
+def limit_stops_at_first_overflow(text, limit, *, encoder_or_tokenizer, allowed_special=frozenset()):
+    """``count_till_limit`` that gives up as soon as some prefix has more than ``limit`` tokens
+    (wrong where the whole text needs fewer than one of its prefixes)."""
+    for end in range(1, len(text) + 1):
+        prefix = text[:end]
+        if isinstance(prefix, bytes):
+            count = encoder_or_tokenizer.count(prefix)
+        else:
+            count = len(encoder_or_tokenizer.encode(prefix, allowed_special=allowed_special or frozenset(),
+                                                    disallowed_special=()))
+        if count > limit:
+            return None
+    return _real_count_till_limit(text, limit, encoder_or_tokenizer=encoder_or_tokenizer,
+                                  allowed_special=allowed_special)
+
+
+#: chunking functions with a bug, for ``properties/test_mutants.py`` to put in place of the real ones
+CHUNKING_MUTANTS = {"split_at_tokens": split_before_first_overflow, "count_till_limit": limit_stops_at_first_overflow}
+
 #: every mutant, by class name (the test suite and ``bpebench verify`` use these)
 MUTANTS = [
     RightmostTieBreak, PriorityLessOrEqual, CompatIgnoresTieRule, DropsLongTokens, RanksRuleForMergesVocab,
     IdAsPriority, GreedyPosingAsExact, DropsLastByteOnOddLength, DropsIncompleteUtf8AtEdges,
     ReturnsNoneOnEmpty, RaisesOnRareByte, HangsOnRareInput, HangsInCompiledCode, CountUsesGreedyFastPath,
-    AppendingTruncateKeepsPartialToken, IntervalCountsOverlappingTokens,
+    AppendingTruncateKeepsPartialToken, IntervalCountsOverlappingTokens, StaleCacheKeyedOnPrefix,
+    TableWithoutRefusal, TableRefusesOnlyRankDisorder, DecodeThroughText, LengthInUint16, PieceOffsetsInUint8, CarvesSpecialLiterals,
+    SkipsUnknownBytes, AppenderForgetsPast1024, IntervalPositionsInUint8,
 ]
-CONTROLS = [ControlReference, ControlTable, ControlAppending, ControlInterval]
+CONTROLS = [ControlReference, ControlTable, ControlAppending, ControlInterval, ControlFast]

@@ -18,6 +18,8 @@ The paper's hand-worked cases are pinned: on the ``seed`` dictionary ``abacb`` -
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
+from typing import Sequence
 
 from hypothesis import strategies as st
 
@@ -41,6 +43,27 @@ PINNED: list[tuple[str, bytes]] = [
 ]
 
 _SMALL_ALPHABETS = (b"ab", b"abc", b"abcd", b"ab ")
+
+#: features of the drawn vocabularies and inputs, all on; ``properties/test_mutants.py`` turns one
+#: off (:func:`without`) to show the mutant that only it catches
+FEATURES = {
+    "disorder": True,  # merge lists with merges out of priority order
+    "specials": True,  # special tokens whose literals are made of the text's own bytes
+    "long-sequences": True,  # long push/truncate sequences and long texts for interval counts
+}
+
+
+@contextmanager
+def without(feature: str):
+    """Draw without one of :data:`FEATURES` inside the block."""
+    if feature not in FEATURES:
+        raise KeyError(f"unknown strategy feature {feature!r}; known: {', '.join(FEATURES)}")
+    before = FEATURES[feature]
+    FEATURES[feature] = False
+    try:
+        yield
+    finally:
+        FEATURES[feature] = before
 
 
 # ----------------------------------------------------------------------------- training text
@@ -88,8 +111,12 @@ def trained_specs(
     min_merges: int = 1,
     max_merges: int = 120,
     small_alphabet_only: bool = False,
+    disorder: bool = False,
 ) -> str:
-    """A spec of a vocabulary trained on drawn text (see ``bpebench.properties.vocabularies``)."""
+    """A spec of a vocabulary trained on drawn text (see ``bpebench.properties.vocabularies``).
+
+    With ``disorder`` (the kit's vocabularies) some merge lists run out of priority order, which
+    most encoders refuse; tests of encoders that need the order leave it off."""
     texts = draw(st.lists(training_chunk(small_alphabet_only=small_alphabet_only), min_size=1, max_size=4))
     rule = rule or draw(st.sampled_from(["ranks", "merges"]))
     return trained_spec(
@@ -101,7 +128,26 @@ def trained_specs(
         reorder=draw(st.sampled_from([0, 0, 1, 2])),
         resplit=draw(st.sampled_from([0, 1, 2])) if rule == "merges" else 0,
         drop=draw(st.sampled_from([0, 0, 0, 1])) if rule == "merges" else 0,
+        disorder=draw(st.sampled_from([0, 0, 0, 1, 2])) if disorder and FEATURES["disorder"] else 0,
+        extra=draw(st.sampled_from([0, 0, 1, 2])) if rule == "merges" else 0,
+        specials=draw(_special_literals(texts)) if FEATURES["specials"] else (),
     )
+
+
+@st.composite
+def _special_literals(draw, texts: list[bytes]) -> list[str]:
+    """Up to two special-token literals cut from the training text (so they occur in inputs)."""
+    cuts = draw(st.lists(st.tuples(st.integers(0, len(texts) - 1), st.integers(0, 30), st.integers(1, 6)),
+                         max_size=2))
+    literals = []
+    for which, start, length in cuts:
+        try:
+            literal = texts[which][start : start + length].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if literal and literal not in literals:
+            literals.append(literal)
+    return literals
 
 
 def small_specs(max_merges: int = 24) -> st.SearchStrategy[str]:
@@ -112,13 +158,14 @@ def small_specs(max_merges: int = 24) -> st.SearchStrategy[str]:
     )
 
 
-def vocabulary_specs(kind: str, *, min_merges: int = 1) -> st.SearchStrategy[str]:
+def vocabulary_specs(kind: str, *, min_merges: int = 1, disorder: bool = False) -> st.SearchStrategy[str]:
     """``random`` draws a trained vocabulary per example; anything else is that fixed spec.
 
     ``min_merges`` keeps drawn vocabularies from shrinking below that many merges
-    (stateful checks need tokens of several bytes to say anything)."""
+    (stateful checks need tokens of several bytes to say anything); ``disorder`` lets merge
+    lists run out of priority order (see :func:`trained_specs`)."""
     if kind == "random":
-        return trained_specs(min_merges=min_merges)
+        return trained_specs(min_merges=min_merges, disorder=disorder)
     if kind == "small":
         return small_specs()
     return st.just(kind)
@@ -197,9 +244,9 @@ def _inputs(vocab: Vocabulary, max_size: int) -> st.SearchStrategy[bytes]:
 
 
 @st.composite
-def vocabulary_and_input(draw, kind: str = "random", *, max_size: int = 64) -> tuple[str, bytes]:
+def vocabulary_and_input(draw, kind: str = "random", *, max_size: int = 64, disorder: bool = False) -> tuple[str, bytes]:
     """``(spec, data)``: a vocabulary spec and bytes to encode with it."""
-    spec = draw(vocabulary_specs(kind))
+    spec = draw(vocabulary_specs(kind, disorder=disorder))
     return spec, draw(inputs(resolve(spec), max_size=max_size))
 
 
@@ -230,11 +277,12 @@ _WORDS = ["the", " the", "Hello", " world", "naïve", " café", "東京", "مر�
           "1234567", " 42", "\n\n", "   ", "\t", "def", "(x):", " ", "<|endoftext|>", "ſ", "İ", "\r\n"]
 
 
-def pipeline_texts(*, max_size: int = 60) -> st.SearchStrategy[str]:
+def pipeline_texts(*, max_size: int = 60, extra: Sequence[str] = ()) -> st.SearchStrategy[str]:
     """Unicode text for the Tokenizer: words, numbers, whitespace, scripts, and single
-    pieces the pre-tokenizer cannot split (long letter, digit, space, symbol runs)."""
-    words = st.lists(st.sampled_from(_WORDS), max_size=12).map("".join)
-    runs = st.tuples(st.sampled_from(["a", "Z", "7", " ", "!", "é", "\n", "中"]), st.integers(1, 80)).map(
+    pieces the pre-tokenizer cannot split (long letter, digit, space, symbol runs);
+    ``extra`` strings (special-token literals, say) join the words."""
+    words = st.lists(st.sampled_from(_WORDS + list(extra)), max_size=12).map("".join)
+    runs = st.tuples(st.sampled_from(["a", "Z", "7", " ", "!", "é", "\n", "中", "*"]), st.integers(1, 80)).map(
         lambda p: p[0] * p[1])
     unicode = st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)  # no lone surrogates
     mixed = st.lists(st.one_of(words, runs, unicode), max_size=4).map(lambda parts: "".join(parts)[: 4 * max_size])
@@ -293,3 +341,29 @@ def regexes(*, max_leaves: int = 6) -> st.SearchStrategy[str]:
         )
 
     return st.recursive(atoms, extend, max_leaves=max_leaves)
+
+
+# ----------------------------------------------------------------------------- whole pipelines
+_PIPELINE_UNITS = ["a", "b", "ab", "ba", " ", "  ", "\n", "*", "**", "0", "12", "\u2581", "\u2581a", "é", "'s", "."]
+
+
+@st.composite
+def pipeline_vocabulary_specs(draw, *, max_merges: int = 80) -> str:
+    """A trained vocabulary that is a whole pipeline: a pre-tokenizer pattern, a normalizer and
+    special tokens whose literals are made of the text's own characters (so they occur in
+    text: raw encoding must not carve them, a Tokenizer carves only the allowed ones)."""
+    units = st.lists(st.sampled_from(_PIPELINE_UNITS), min_size=1, max_size=30).map("".join)
+    texts = draw(st.lists(units, min_size=1, max_size=3))
+    literal = st.lists(st.sampled_from(["a", "b", "*", " ", "<", ">", "|"]), min_size=1, max_size=4).map("".join)
+    rule = draw(st.sampled_from(["ranks", "merges"]))
+    return trained_spec(
+        [t.encode() for t in texts],
+        merges=draw(st.integers(1, max_merges)), rule=rule, alphabet="all",
+        shuffle=draw(st.sampled_from([0, 1])),
+        disorder=draw(st.sampled_from([0, 0, 0, 1, 2])) if FEATURES["disorder"] else 0,
+        drop=draw(st.sampled_from([0, 0, 1])) if rule == "merges" else 0,
+        pattern=draw(st.sampled_from(["", "cl100k", "o200k", "gpt2", "llama3"])),
+        normalizer=draw(st.sampled_from(["", "sentencepiece", "sentencepiece-no-prefix", "nfc",
+                                         "sentencepiece-collapse"])),
+        specials=draw(st.lists(literal, max_size=2, unique=True)),
+    )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
 
 from bpebench.algorithms.kernels.reference import bpe_reference
 
 from .checks import CHECKS, payload_from_json, payload_to_json
-from .guard import CallTimeout, CheckFailed, GuardedEncoder, Probe, as_ids, cpu_time_limit
+from .guard import CallTimeout, CheckFailed, GuardedEncoder, Probe, as_ids, call_time_limit
 from .kit import CheckResult, resolve_target
+from .strategies import vocabulary_and_input
 from .vocabularies import parse_trained_spec, resolve, train_bpe, trained_spec
 
 
@@ -44,10 +46,18 @@ def test_shuffled_ids_keep_the_priorities():
 
 def test_specs_round_trip_and_rebuild_the_same_vocabulary():
     spec = trained_spec([b"\x00ab", b"zz"], merges=7, rule="merges", alphabet="all", shuffle=2, drop=1,
-                        reorder=3, resplit=1)
+                        reorder=3, resplit=1, disorder=4, pattern="cl100k", normalizer="sentencepiece",
+                        specials=["<a>", "zz"])
     p = parse_trained_spec(spec)
     assert p["texts"] == [b"\x00ab", b"zz"] and p["merges"] == 7 and p["drop"] == 1 and p["resplit"] == 1
-    assert resolve(spec).fingerprint == train_bpe(**{**p, "texts": p["texts"]}).fingerprint
+    assert p["disorder"] == 4 and p["pattern"] == "cl100k" and p["specials"] == ["<a>", "zz"]
+    training = {k: v for k, v in p.items() if k not in ("pattern", "normalizer", "specials")}
+    vocab = resolve(spec)
+    trained = train_bpe(**training)
+    assert vocab.tokens == trained.tokens and vocab.merges == trained.merges
+    assert list(vocab.priority) == list(trained.priority)
+    assert vocab.pattern == "cl100k" and vocab.normalizer == "sentencepiece"
+    assert vocab.special_tokens == {"<a>": len(vocab.tokens), "zz": len(vocab.tokens) + 1}
 
 
 def test_payload_codec_round_trips_bytes_and_text():
@@ -88,13 +98,46 @@ def test_guard_turns_exceptions_into_one_line_failures_naming_the_input():
     assert info.value.data == b"ab"
 
 
-def test_cpu_time_limit_interrupts_a_python_loop():
+def test_call_time_limit_interrupts_a_python_loop():
     start = time.perf_counter()
     with pytest.raises(CallTimeout):
-        with cpu_time_limit(0.2):
+        with call_time_limit(0.2):
             while True:
                 pass
     assert time.perf_counter() - start < 30
+
+
+def test_call_time_limit_is_wall_clock_and_interrupts_a_sleep():
+    """Issue 25: a CPU-time limit never fires on an encoder that sleeps or blocks."""
+    start = time.perf_counter()
+    with pytest.raises(CallTimeout):
+        with call_time_limit(0.2):
+            time.sleep(60)
+    assert time.perf_counter() - start < 30
+
+
+def test_call_time_limit_works_outside_the_main_thread_and_leaves_no_late_exception():
+    import threading
+
+    outcome = []
+
+    def worker():
+        try:
+            with call_time_limit(0.2):
+                while True:
+                    pass
+        except CallTimeout:
+            outcome.append("timed out")
+        with call_time_limit(0.05):
+            pass  # returns in time: no exception may arrive later
+        for _ in range(200_000):
+            pass
+        outcome.append("no late exception")
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(60)
+    assert outcome == ["timed out", "no late exception"]
 
 
 def test_probe_shares_the_current_input(tmp_path):
@@ -189,4 +232,80 @@ def test_drawn_vocabularies_an_encoder_refuses_are_redrawn_and_counted():
 
     result = run_check(RefusesOddSizes, "equals-naive", "random", max_examples=30, target="refuses-odd")
     assert result.passed, result.message
-    assert "drawn vocabularies refused, e.g. refuses-odd refuses vocabulary" in result.message
+    assert "drawn examples skipped, e.g. refuses-odd refuses vocabulary" in result.message
+
+
+def test_split_at_n_blames_the_encoder_only_for_a_call_that_differs_from_the_reference():
+    """The counts the chunking asked for are wrong (leftmost-longest takes 2 tokens for ``cbbbb``,
+    BPE 3): the failure names that call."""
+    from .kit import replay
+
+    result = replay("bpebench.properties.mutants:GreedyPosingAsExact", "split-at-n",
+                    {"vocab": "seed", "text": "cbbbb", "n": 2, "pipeline": True})
+    assert result.passed is False, result.message
+    assert "the encoder is wrong on a call the chunking made: count(b'cbbbb') = 2" in result.message
+    assert "chunking fault" not in result.message
+
+
+def test_split_at_n_reports_a_fault_of_the_chunking_as_such(monkeypatch):
+    """The reference encoder with a broken split: not the encoder's failure."""
+    from bpebench.algorithms.pipeline import chunking
+
+    from .kit import replay
+
+    monkeypatch.setattr(chunking, "_split_bytes", lambda encoder, data, n: 0)
+    result = replay("naive", "split-at-n", {"vocab": "seed", "data": b"abacbb", "n": 2})
+    assert result.passed is False
+    assert result.message.startswith("chunking fault (not the encoder's"), result.message
+    assert "the longest prefix with <= 2 tokens is b'abacbb'" in result.message
+
+
+def test_a_failure_that_needs_earlier_calls_is_replayed_with_them():
+    """Issue 18 item 5: the mutant's memo gives ``abaca`` the ids of ``abcbb`` (same length, same
+    first two bytes) only after ``abcbb`` was encoded. A fresh encoder passes; the kit finds the
+    one earlier call that matters, says so, and the reproduction makes it first."""
+    from .checks import Context
+    from .kit import _reproducible, replay
+    from .mutants import StaleCacheKeyedOnPrefix
+
+    ctx = Context(StaleCacheKeyedOnPrefix, call_timeout=30, build_timeout=300)
+    enc = ctx.encoder("seed")
+    for data in [b"ccccc", b"abcbb", b"bbbbb", b"cbcbc"]:
+        enc.encode(data)
+    payload = {"vocab": "seed", "data": b"abaca"}
+    check = CHECKS["equals-naive"]
+    with pytest.raises(CheckFailed):
+        check.run(ctx, payload)
+    again, note = _reproducible(StaleCacheKeyedOnPrefix, check, payload, ctx, list(enc.history))
+    assert "depends on earlier calls: it fails after 1 earlier call(s)" in note, note
+    assert again["history"] == [["encode", b"abcbb"]]
+    target = "bpebench.properties.mutants:StaleCacheKeyedOnPrefix"
+    assert replay(target, "equals-naive", payload).passed  # alone, on a fresh encoder: passes
+    replayed = replay(target, "equals-naive", payload_from_json(payload_to_json(again)))
+    assert replayed.passed is False and "after 1 earlier call(s)" in replayed.message, replayed.message
+    assert replayed.counterexample == b"abaca"
+
+
+def test_a_long_example_goes_to_a_file_the_reproduce_line_names(tmp_path, monkeypatch, capsys):
+    from bpebench.cli import main
+
+    from .kit import reproduce_command
+
+    monkeypatch.chdir(tmp_path)
+    payload = payload_to_json({"vocab": "seed", "data": b"abc" * 2000})
+    command = reproduce_command("naive", "equals-naive", payload)
+    assert "--example @.bpebench-examples/equals-naive-" in command and len(command) < 200
+    argv = command.split()[1:]
+    assert main(argv + ["--no-isolate"]) == 0
+    assert "the example passes" in capsys.readouterr().out
+
+
+@settings(deadline=None)
+@given(vocabulary_and_input("random", max_size=300))
+def test_the_long_reference_is_the_reference(case):
+    """The heap version of the definition (for kB-long inputs) against the plain one."""
+    from .oracles import long_reference
+
+    spec, data = case
+    vocab = resolve(spec)
+    assert long_reference(vocab, data) == bpe_reference(vocab, data)

@@ -19,6 +19,12 @@ check prints a reproduction command that rebuilds exactly the same vocabulary:
   (``merges`` rule only, optional) seeds removing about a quarter of the merges
   from the list while keeping their tokens, as pruned HF merge lists do: those
   tokens become unreachable, and pairs that spell a token need not merge;
+  ``disorder`` (optional) seeds moving about a quarter of the merges to a random earlier
+  place, before the merges of their parts (merges out of priority order: BPE applies such a
+  merge as soon as its pair exists; encoders that rely on the order refuse the vocabulary);
+  ``pattern`` (a pre-tokenizer name: ``cl100k``, ``o200k``, ``llama3``, ...), ``normalizer``
+  (``sentencepiece``, ``nfc``, ...) and ``specials`` (``.``-separated hex of special-token
+  literals, ids after the tokens) make it a whole pipeline vocabulary for the Tokenizer;
 * anything else is passed to :func:`bpebench.algorithms.formats.load_vocabulary`
   (``cl100k_base``, ``o200k_base``, ``mistral_v1``, a path, ...).
 
@@ -63,6 +69,8 @@ def train_bpe(
     drop: int = 0,
     reorder: int = 0,
     resplit: int = 0,
+    disorder: int = 0,
+    extra: int = 0,
     name: str = "trained",
 ) -> Vocabulary:
     """Learn up to ``merges`` merges on ``texts`` by the textbook BPE trainer.
@@ -75,7 +83,10 @@ def train_bpe(
     shuffles the merge order, keeping every merge after the merges of its parts;
     ``resplit`` (a seed, merges rule) lists each merge as a random split of its
     token into earlier tokens; ``drop`` (a seed, merges rule) removes about a
-    quarter of the merges but keeps their tokens.
+    quarter of the merges but keeps their tokens; ``disorder`` (a seed) moves about a
+    quarter of the merges to a random earlier place, ignoring their parts; ``extra`` (a seed,
+    merges rule) gives about a third of the tokens a second listed merge (another split into
+    two earlier tokens, later in the list), so that more than one merge forms them.
     O(merges * total length).
     """
     base = list(range(256)) if alphabet == "all" else sorted({b for t in texts for b in t})
@@ -107,6 +118,8 @@ def train_bpe(
 
     if reorder:
         merge_list = _topological_shuffle(merge_list, len(base), random.Random(reorder))
+    if disorder:
+        merge_list = _move_earlier(merge_list, random.Random(disorder))
     permutation = list(range(len(tokens)))
     if shuffle:
         random.Random(shuffle).shuffle(permutation)
@@ -127,6 +140,8 @@ def train_bpe(
         priority[permutation[old]] = -1
     if resplit:
         merge_list = _resplit(merge_list, tokens, len(base), random.Random(resplit))
+    if extra:
+        merge_list = _second_merges(merge_list, tokens, random.Random(extra))
     kept_merges: list = list(merge_list)
     if drop:
         rng = random.Random(drop)
@@ -146,6 +161,24 @@ def train_bpe(
                       source="bpebench.properties.vocabularies.train_bpe")
 
 
+def _second_merges(merge_list, tokens: list[bytes], rng: random.Random):
+    """About a third of the tokens get a second listed merge: another split into two tokens,
+    placed at a random later place of the list (after both parts exist)."""
+    index = {t: i for i, t in enumerate(tokens)}
+    out = list(merge_list)
+    for left, right, merged in merge_list:
+        token = tokens[merged]
+        splits = [(index[token[:k]], index[token[k:]]) for k in range(1, len(token))
+                  if token[:k] in index and token[k:] in index]
+        splits = [split for split in splits if split != (left, right)]
+        if not splits or rng.random() >= 0.34:
+            continue
+        a, b = rng.choice(splits)
+        position = max((i + 1 for i, (_, _, m) in enumerate(out) if m in (a, b, merged)), default=0)
+        out.insert(rng.randint(position, len(out)), (a, b, merged))
+    return out
+
+
 def _resplit(merge_list, tokens: list[bytes], n_base: int, rng: random.Random):
     """List each merge as a random split of its token into two tokens that exist by then,
     other than the trained one when there is a choice (another trainer's merge list for
@@ -161,6 +194,16 @@ def _resplit(merge_list, tokens: list[bytes], n_base: int, rng: random.Random):
         left, right = rng.choice(others) if others else (left, right)
         out.append((left, right, merged))
         formed.add(merged)
+    return out
+
+
+def _move_earlier(merge_list, rng: random.Random):
+    """About a quarter of the merges, each moved to a random earlier place (possibly before
+    the merges that form its parts)."""
+    out = list(merge_list)
+    for i in range(1, len(out)):
+        if rng.random() < 0.25:
+            out.insert(rng.randrange(i), out.pop(i))
     return out
 
 
@@ -252,12 +295,18 @@ def break_merge_order(vocab: Vocabulary, fraction: float, seed: int, name: str |
 
 
 # ----------------------------------------------------------------------------- specs
+_SEEDS = ("reorder", "resplit", "drop", "disorder", "extra")
+_PIPELINE = ("pattern", "normalizer", "specials")
+
+
 def trained_spec(texts: Iterable[bytes], *, merges: int, rule: str, alphabet: str, shuffle: int,
-                 drop: int = 0, reorder: int = 0, resplit: int = 0) -> str:
+                 drop: int = 0, reorder: int = 0, resplit: int = 0, disorder: int = 0, extra: int = 0,
+                 pattern: str = "", normalizer: str = "", specials: Sequence[str] = ()) -> str:
     """The spec string of a trained vocabulary (see the module docstring)."""
     chunks = ".".join(t.hex() for t in texts)
-    options = "".join(f"{key}={value}," for key, value in (("reorder", reorder), ("resplit", resplit),
-                                                          ("drop", drop)) if value)
+    values = dict(reorder=reorder, resplit=resplit, drop=drop, disorder=disorder, extra=extra, pattern=pattern,
+                  normalizer=normalizer, specials=".".join(s.encode().hex() for s in specials))
+    options = "".join(f"{key}={values[key]}," for key in _SEEDS + _PIPELINE if values[key])
     return f"trained:rule={rule},merges={merges},alphabet={alphabet},shuffle={shuffle},{options}text={chunks}"
 
 
@@ -272,13 +321,14 @@ def parse_trained_spec(spec: str) -> dict:
         texts = [bytes.fromhex(chunk) for chunk in fields.get("text", "").split(".")] if fields.get("text") else []
         params = dict(merges=int(fields.get("merges", 0)), rule=fields.get("rule", "ranks"),
                       alphabet=fields.get("alphabet", "all"), shuffle=int(fields.get("shuffle", 0)),
-                      drop=int(fields.get("drop", 0)), reorder=int(fields.get("reorder", 0)),
-                      resplit=int(fields.get("resplit", 0)))
-    except ValueError as exc:
+                      **{key: int(fields.get(key, 0)) for key in _SEEDS})
+        pipeline = dict(pattern=fields.get("pattern", ""), normalizer=fields.get("normalizer", ""),
+                        specials=[bytes.fromhex(h).decode() for h in fields.get("specials", "").split(".") if h])
+    except (ValueError, UnicodeDecodeError) as exc:
         raise BpebenchError(f"bad vocabulary spec {spec!r}: {exc}") from None
     if params["rule"] not in ("ranks", "merges") or params["alphabet"] not in ("all", "text"):
         raise BpebenchError(f"bad vocabulary spec {spec!r}: rule must be ranks|merges, alphabet all|text")
-    return dict(texts=texts, **params)
+    return dict(texts=texts, **params, **pipeline)
 
 
 @lru_cache(maxsize=512)
@@ -289,12 +339,28 @@ def resolve(spec: str) -> Vocabulary:
     if spec.startswith("trained:"):
         params = parse_trained_spec(spec)
         texts = params.pop("texts")
+        pipeline = {key: params.pop(key) for key in _PIPELINE}
         vocab = train_bpe(texts, name="trained", **params)
         vocab.source = spec
+        _add_pipeline(vocab, spec, **pipeline)
         return vocab
     from bpebench.algorithms.formats import load_vocabulary
 
     return load_vocabulary(spec)
+
+
+def _add_pipeline(vocab: Vocabulary, spec: str, *, pattern: str, normalizer: str, specials: list[str]) -> None:
+    from bpebench.algorithms.formats.patterns import resolve_pattern
+    from bpebench.algorithms.pipeline.pretokenize import NORMALIZERS
+
+    if pattern:
+        resolve_pattern(pattern)  # an unknown name fails here, in one line
+        vocab.pattern = pattern
+    if normalizer:
+        if normalizer not in NORMALIZERS:
+            raise BpebenchError(f"bad vocabulary spec {spec!r}: unknown normalizer {normalizer!r}")
+        vocab.normalizer = normalizer
+    vocab.special_tokens = {s: len(vocab.tokens) + i for i, s in enumerate(dict.fromkeys(specials))}
 
 
 def available(spec: str) -> str | None:
@@ -313,7 +379,11 @@ def short_name(spec: str) -> str:
             p = parse_trained_spec(spec)
         except BpebenchError:
             return "trained(?)"
-        return f"trained({p['rule']},{p['merges']}{',shuffled' if p['shuffle'] else ''}{',reordered' if p['reorder'] else ''}{',resplit' if p['resplit'] else ''}{',pruned' if p['drop'] else ''})"
+        named = (("shuffle", "shuffled"), ("reorder", "reordered"), ("resplit", "resplit"), ("drop", "pruned"),
+                 ("disorder", "disordered"), ("extra", "second merges"), ("pattern", p["pattern"]),
+                 ("normalizer", p["normalizer"]), ("specials", "specials"))
+        words = [p["rule"], str(p["merges"])] + [word for key, word in named if p[key]]
+        return f"trained({','.join(words)})"
     return spec
 
 

@@ -22,16 +22,16 @@ in the measuring loop), pandas on read.
 from __future__ import annotations
 
 import csv
-import errno
 import io
 import json
-import os
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
 from bpebench.errors import BpebenchError
+
+from .durable import append_whole, cut_partial_last_line, write_atomically  # noqa: F401 (others import it from here)
 
 #: file name -> columns; the first ``KEY_COLUMNS[file]`` columns identify a row
 TABLES: dict[str, tuple[str, ...]] = {
@@ -88,7 +88,7 @@ class ResultStore:
             if not resume and path.exists():
                 path.unlink()
             elif resume and name in TABLES:
-                _cut_partial_last_line(path)
+                cut_partial_last_line(path)
         self._done = {table: {row_key(table, r) for r in self.rows(table)} for table in TABLES}
 
     def has_results(self) -> bool:
@@ -111,7 +111,7 @@ class ResultStore:
         if not path.exists() or path.stat().st_size == 0:
             writer.writeheader()
         writer.writerow({c: _cell(row.get(c)) for c in columns})
-        _append_whole(path, text.getvalue().encode("utf-8"))
+        append_whole(path, text.getvalue().encode("utf-8"))
         self._done.setdefault(table, set()).add(row_key(table, row))
 
     def rows(self, table: str) -> list[dict]:
@@ -163,73 +163,3 @@ def _cell(value) -> str:
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, sort_keys=True)
     return str(value)
-
-
-def _append_whole(path: Path, payload: bytes) -> None:
-    """Append ``payload`` in one write and sync it; on failure cut the file back, so no partial
-    row is ever left behind by this process, and raise one line."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        start = os.fstat(fd).st_size
-        try:
-            written = os.write(fd, payload)
-            if written != len(payload):
-                raise OSError(errno.ENOSPC, "short write")
-            os.fsync(fd)
-        except OSError as exc:
-            try:
-                os.ftruncate(fd, start)
-            except OSError:
-                pass
-            raise disk_error(exc, path) from None
-    finally:
-        os.close(fd)
-
-
-def _cut_partial_last_line(path: Path) -> None:
-    """Cut a last line that has no newline (the row a crash interrupted) off ``path``."""
-    try:
-        with path.open("rb+") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
-            block, end = 65536, size
-            while end > 0:  # find the last newline, reading backwards
-                begin = max(0, end - block)
-                f.seek(begin)
-                chunk = f.read(end - begin)
-                cut = chunk.rfind(b"\n")
-                if cut >= 0:
-                    f.truncate(begin + cut + 1)
-                    return
-                end = begin
-            f.truncate(0)
-    except FileNotFoundError:
-        return
-
-
-def write_atomically(path: Path, payload: bytes) -> None:
-    """Write ``path`` through a temporary file and a rename: readers see the old file or the new
-    one, never half of one; a failure removes the temporary file and raises one line."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise disk_error(exc, path) from None
-
-
-def disk_error(exc: OSError, path: Path) -> BpebenchError:
-    """One line for a failed write: a full disk says so (nothing was left half written)."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return BpebenchError(f"{path.parent} is full: the results written so far are intact; free some space"
-                             f" and continue with --resume")
-    return BpebenchError(f"cannot write {path}: {exc.strerror or exc}")
-

@@ -21,8 +21,9 @@ from bpebench.algorithms.core.registry import make_encoder
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.algorithms.formats.vocabulary import Vocabulary
 from bpebench.properties.oracles import tiktoken_encoding, tiktoken_single_piece
-from bpebench.properties.strategies import vocabulary_and_input
-from bpebench.properties.vocabularies import resolve
+from bpebench.algorithms.core.registry import encoder_names, get_encoder_class
+from bpebench.properties.strategies import pipeline_texts, pipeline_vocabulary_specs, vocabulary_and_input
+from bpebench.properties.vocabularies import available, resolve
 
 from test_exact_encoders import SMALL
 
@@ -206,3 +207,106 @@ def test_wrong_arguments_are_clear_errors(cl100k_pipeline):
         split_at_tokens(b"abc", 2, encoder_or_tokenizer=tokenizer)
     with pytest.raises(BpebenchError):
         RangeCounter("abc", encoder_or_tokenizer=tokenizer).count(2, 1)
+
+
+# ----------------------------------------------------------------------------- non-monotone counts
+def brute_split_text(text: str, n: int, count) -> str:
+    """The definition: the longest prefix (any character boundary) whose own count is <= n."""
+    return text[: max(p for p in range(len(text) + 1) if count(text[:p]) <= n)]
+
+
+def test_mistral_prefix_counts_go_down_and_the_split_is_the_longest_fitting_prefix():
+    """Issue example: ``'*****'`` is 3 tokens, ``'******'`` 2, so ``'******0'`` split at 2
+    tokens is ``'******'``, not the ``'****'`` where the count first passes 2."""
+    vocab = resolve("mistral_v1")
+    for algorithm in [n for n in encoder_names() if get_encoder_class(n).is_exact()]:
+        tokenizer = Tokenizer(vocab, algorithm=algorithm)
+        assert [tokenizer.count("*" * k) for k in (4, 5, 6)] == [2, 3, 2]
+        assert split_at_tokens("******0", 2, encoder_or_tokenizer=tokenizer) == "******", algorithm
+        assert count_till_limit("******0", 2, encoder_or_tokenizer=tokenizer) is None
+        assert count_till_limit("******", 2, encoder_or_tokenizer=tokenizer) == 2
+
+
+def _accepting(vocab) -> list[str]:
+    return [n for n in encoder_names() if get_encoder_class(n).unsupported_reason(vocab) is None]
+
+
+@settings(deadline=None, max_examples=40)
+@given(vocabulary_and_input("random", max_size=40), st.integers(0, 12))
+def test_split_and_limit_equal_brute_force_for_every_encoder(case, n):
+    """Raw bytes, every registered encoder (approximate ones by their own counts), drawn
+    vocabularies with merges out of priority order too."""
+    spec, data = case
+    vocab = resolve(spec)
+    for name in _accepting(vocab):
+        enc = make_encoder(name, vocab)
+        expected = brute_split_bytes(data, n, enc.count)
+        assert split_at_tokens(data, n, encoder_or_tokenizer=enc) == expected, name
+        total = enc.count(data)
+        assert count_till_limit(data, n, encoder_or_tokenizer=enc) == (total if total <= n else None), name
+
+
+def assert_split_and_limit_match_brute_force(tokenizer, text: str, n: int, allowed) -> None:
+    if allowed:
+        def count(s):
+            return len(tokenizer.encode(s, allowed_special=allowed, disallowed_special=()))
+    else:
+        count = tokenizer.count
+    expected = brute_split_text(text, n, count)
+    assert split_at_tokens(text, n, encoder_or_tokenizer=tokenizer, allowed_special=allowed) == expected
+    total = count(text)
+    assert count_till_limit(text, n, encoder_or_tokenizer=tokenizer, allowed_special=allowed) == (
+        total if total <= n else None)
+
+
+@settings(deadline=None, max_examples=60)
+@given(pipeline_vocabulary_specs(), st.data(), st.integers(0, 14), st.sampled_from([frozenset(), "all"]))
+def test_split_and_limit_equal_brute_force_through_drawn_pipelines(spec, data, n, allowed):
+    """A hypothesis search over trained vocabularies with a pre-tokenizer pattern, a normalizer
+    and special tokens whose literals occur in the text: the split and the limit equal the
+    definition, counted by the Tokenizer itself."""
+    vocab = resolve(spec)
+    literals = list(vocab.special_tokens)
+    text = data.draw(pipeline_texts(max_size=24, extra=literals), label="text")
+    assert_split_and_limit_match_brute_force(Tokenizer(vocab, algorithm=_accepting(vocab)[0]), text, n, allowed)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "qwen", "mistral_v1"])
+def test_split_and_limit_equal_brute_force_on_every_builtin_vocabulary(name):
+    """Cut locality of every built-in pre-tokenizer, checked where it matters: the split
+    through the real pipelines equals the definition on drawn text (whitespace runs, digits,
+    contractions, scripts, special-token literals allowed or not)."""
+    reason = available(name)
+    if reason:
+        pytest.skip(reason)
+    vocab = resolve(name)
+    tokenizer = Tokenizer(vocab)
+
+    @settings(deadline=None, max_examples=40)
+    @given(pipeline_texts(max_size=30, extra=list(vocab.special_tokens)[:2]), st.integers(0, 16),
+           st.sampled_from([frozenset(), "all"]))
+    def check(text, n, allowed):
+        assert_split_and_limit_match_brute_force(tokenizer, text, n, allowed)
+
+    check()
+
+
+def test_long_piece_split_stops_inside_the_piece():
+    """A 200 kB run of one letter is one piece: the fewest-tokens window rule stops the
+    search inside it, and the answer still equals tiktoken's count."""
+    vocab = load_vocabulary("cl100k_base")
+    tokenizer = Tokenizer(vocab)
+    text = "ab " + "x" * 200_000
+    for n in (1, 2, 5, 30):
+        chunk = split_at_tokens(text, n, encoder_or_tokenizer=tokenizer)
+        oracle = tiktoken_encoding(vocab)
+        assert len(oracle.encode_ordinary(chunk)) <= n
+        longer = [chunk + "x" * k for k in range(1, 200)]
+        assert all(len(oracle.encode_ordinary(t)) > n for t in longer), n
+
+
+def test_negative_n_is_a_clear_error():
+    enc = make_encoder("backtracking", SMALL["seed"])
+    with pytest.raises(BpebenchError, match="n must be >= 0"):
+        split_at_tokens(b"abc", -1, encoder_or_tokenizer=enc)
+    assert count_till_limit(b"abc", -1, encoder_or_tokenizer=enc) is None

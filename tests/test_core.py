@@ -146,6 +146,7 @@ def test_a_broken_algorithm_module_does_not_hide_the_others(tmp_path, monkeypatc
     broken.write_text("raise RuntimeError('half-written module')\n")
     monkeypatch.setattr(algorithms, "__path__", [*algorithms.__path__, str(tmp_path)])
     monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry, "_builtins_imported", False)
     monkeypatch.setattr(registry, "BROKEN", {})
     names = registry.encoder_names()
     assert "naive" in names and "backtracking" in names

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,7 @@ from bpebench.algorithms.pipeline.normalizers import build_normalizer
 from bpebench.algorithms.pipeline.pretokenizers import build_pre_tokenizer
 from bpebench.algorithms.pipeline.text_pieces import compile_pattern, find_matches
 
-sys.path.insert(0, str(Path(__file__).parent / "golden"))
-from hard_strings import HARD_STRINGS  # noqa: E402
+from bpebench.corpora.hard_strings import PIPELINE_TEXTS as HARD_STRINGS
 
 tokenizers = pytest.importorskip("tokenizers")
 

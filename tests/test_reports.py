@@ -395,7 +395,7 @@ def test_a_full_disk_leaves_the_results_intact(tmp_path, monkeypatch):
     import errno
 
     from bpebench.errors import BpebenchError
-    from bpebench.reports import store as store_module
+    from bpebench.reports import durable
 
     store = ResultStore(tmp_path / "r")
     store.create(resume=False)
@@ -407,11 +407,11 @@ def test_a_full_disk_leaves_the_results_intact(tmp_path, monkeypatch):
         real_write(fd, data[: len(data) // 2])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store_module.os, "write", half_then_full)
+    monkeypatch.setattr(durable.os, "write", half_then_full)
     with pytest.raises(BpebenchError, match="is full"):
         store.append("timings.csv", _timing("scaling", "enc", 100, 1.0, 0.9, 1.1))
     assert (tmp_path / "r" / "timings.csv").read_bytes() == before
-    monkeypatch.setattr(store_module.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    monkeypatch.setattr(durable.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
     with pytest.raises(BpebenchError, match="is full"):
         store.write_meta({"a": 1})
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["timings.csv"]  # no temporary file left

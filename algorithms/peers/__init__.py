@@ -8,7 +8,11 @@ names a library. A :class:`Peer` offers:
   pre-tokenizer, BPE), special-token literals treated as text;
 * ``encode_raw(data)``: pure BPE over bytes without pre-tokenization, or None when
   the library cannot do that (``supports_raw`` says which);
-* ``count(text)``, ``decode(ids)``, ``load_seconds`` (time to build it), and
+* ``encode_with_specials(text)``: the library's own encode, special-token literals
+  parsed as it parses them (tiktoken ``allowed_special="all"``, HF's default; sentencepiece
+  never parses control pieces), when the peer offers it;
+* ``count(text)``, ``decode(ids)``, ``piece(id)`` (one token as the library shows it),
+  ``load_seconds`` (time to build it), and
   ``same_ids``: whether its ids agreed with bpebench's reference on a small
   verification sample (False for e.g. a bundled vocabulary whose ids differ).
 
@@ -19,6 +23,7 @@ Peers (all built offline from data in installed wheels or from the vocabulary):
 ``hf-tokenizers``  ``tokenizers.Tokenizer``: the ``tokenizer.json`` itself, or a byte-level
                    BPE converted from a ranks vocabulary (merges from its derived splits)
 ``sentencepiece``  ``SentencePieceProcessor`` on the ``.model`` file
+``mistral-common`` ``Tekkenizer`` on a ``tekken.json`` file
 ``bpe-openai``     its bundled ``cl100k_base`` / ``o200k_base``
 ``quicktok``       its bundled ``cl100k_base`` / ``o200k_base`` / ``qwen3``
 ``rs-bpe``         its bundled ``cl100k_base`` / ``o200k_base`` (raw BPE by backtracking)
@@ -80,6 +85,8 @@ class Peer:
     decode_fn: Callable[[Sequence[int]], str] = field(repr=False)
     encode_raw_fn: Callable[[bytes], list[int] | None] | None = field(default=None, repr=False)
     count_fn: Callable[[str], int] | None = field(default=None, repr=False)
+    encode_special_fn: Callable[[str], list[int]] | None = field(default=None, repr=False)
+    piece_fn: Callable[[int], bytes | str] | None = field(default=None, repr=False)
     load_seconds: float = 0.0
     same_ids: bool | None = None  # None until verified
     note: str = ""
@@ -98,11 +105,19 @@ class Peer:
         ids = self.encode_raw_fn(data)
         return None if ids is None else list(ids)
 
+    def encode_with_specials(self, text: str) -> list[int] | None:
+        """The library's encode with special-token literals parsed as it parses them; None if not offered."""
+        return None if self.encode_special_fn is None else list(self.encode_special_fn(text))
+
     def count(self, text: str) -> int:
         return self.count_fn(text) if self.count_fn is not None else len(self.encode_ordinary_fn(text))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.decode_fn(list(ids))
+
+    def piece(self, token_id: int) -> bytes | str:
+        """One token as the library shows it: its bytes where the library gives them, else its text."""
+        return self.piece_fn(token_id) if self.piece_fn is not None else self.decode_fn([token_id])
 
 
 @dataclass(frozen=True)
@@ -173,6 +188,8 @@ def _builtin_name(vocab: Vocabulary, names: Sequence[str]) -> str | None:
 
 # ----------------------------------------------------------------------------- tiktoken
 def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
+    if _source_kind(vocab) == "tiktoken":  # tiktoken reads the rank file itself
+        return _plain_text_vocabulary(vocab)
     if vocab.rule != "ranks":
         return "tiktoken needs a ranks vocabulary (this one lists its merges)"
     if any(vocab.tokens[i] for i in vocab.excluded):  # empty placeholders (gaps in the ranks) are fine
@@ -180,6 +197,35 @@ def _tiktoken_unsupported(vocab: Vocabulary) -> str | None:
     if not np.array_equal(vocab.priority, np.arange(len(vocab.tokens))):
         return "tiktoken needs rank = id for every token"
     return _plain_text_vocabulary(vocab)
+
+
+def _tiktoken_ranks(vocab: Vocabulary) -> dict[bytes, int]:
+    """The ranks as tiktoken has them: read by tiktoken's own loader from the rank file the
+    vocabulary came from (gzip undone first, tiktoken's by-path cache off, so an edited file
+    is read afresh), else the vocabulary's tokens in id order."""
+    if _source_kind(vocab) != "tiktoken":  # empty placeholders (gaps in the ranks) are left out
+        return {token: rank for rank, token in enumerate(vocab.tokens) if rank not in vocab.excluded}
+    import gzip
+    import os
+    import tempfile
+
+    from tiktoken.load import load_tiktoken_bpe
+
+    data = Path(vocab.source).read_bytes()
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""  # no cache
+    try:
+        if data[:2] != b"\x1f\x8b":
+            return load_tiktoken_bpe(vocab.source)
+        with tempfile.TemporaryDirectory() as scratch:
+            plain = Path(scratch, Path(vocab.source).name.removesuffix(".gz"))
+            plain.write_bytes(gzip.decompress(data))
+            return load_tiktoken_bpe(str(plain))
+    finally:
+        if previous is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
 def _tiktoken_build(vocab: Vocabulary) -> Peer:
@@ -190,7 +236,7 @@ def _tiktoken_build(vocab: Vocabulary) -> Peer:
     encoding = tiktoken.Encoding(
         name=f"bpebench-{vocab.name}",
         pat_str=resolve_pattern(vocab.pattern),
-        mergeable_ranks={token: rank for rank, token in enumerate(vocab.tokens) if rank not in vocab.excluded},
+        mergeable_ranks=_tiktoken_ranks(vocab),
         special_tokens=dict(vocab.special_tokens),
     )
     normalize = _normalize(vocab)
@@ -198,7 +244,9 @@ def _tiktoken_build(vocab: Vocabulary) -> Peer:
         name="tiktoken", library_version="", vocabulary_name=vocab.name,
         encode_ordinary_fn=lambda text: encoding.encode_ordinary(normalize(text)),
         encode_raw_fn=getattr(encoding, "_encode_single_piece", None),  # private, but stable since 0.4
+        encode_special_fn=lambda text: encoding.encode(normalize(text), allowed_special="all"),
         decode_fn=encoding.decode,
+        piece_fn=encoding.decode_single_token_bytes,
     )
 
 
@@ -257,6 +305,7 @@ def _hf_build(vocab: Vocabulary) -> Peer:
     else:
         tokenizer = hf_tokenizer_from_vocabulary(vocab)
         how = "converted from the ranks (merges = derived splits)"
+    with_specials = Tokenizer.from_str(tokenizer.to_str())  # HF's default: added tokens are parsed
     tokenizer.encode_special_tokens = True  # literals are text in encode_ordinary
     raw = Tokenizer.from_str(tokenizer.to_str())
     raw.normalizer = None
@@ -274,6 +323,7 @@ def _hf_build(vocab: Vocabulary) -> Peer:
         name="hf-tokenizers", library_version="", vocabulary_name=vocab.name,
         encode_ordinary_fn=lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
         encode_raw_fn=encode_raw,
+        encode_special_fn=lambda text: with_specials.encode(text, add_special_tokens=False).ids,
         decode_fn=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
         note=how,
     )
@@ -293,8 +343,35 @@ def _spm_build(vocab: Vocabulary) -> Peer:
     return Peer(
         name="sentencepiece", library_version="", vocabulary_name=vocab.name,
         encode_ordinary_fn=processor.encode,
+        encode_special_fn=processor.encode,  # sentencepiece never parses control pieces out of text
         decode_fn=processor.decode,
+        piece_fn=processor.id_to_piece,
         note="encodes the normalized text as one piece; control tokens decode to ''",
+    )
+
+
+# ----------------------------------------------------------------------------- mistral-common (tekken.json)
+def _tekken_unsupported(vocab: Vocabulary) -> str | None:
+    if _source_kind(vocab) != "tekken":
+        return "mistral-common's Tekkenizer only reads its own tekken.json files"
+    return None
+
+
+def _tekken_build(vocab: Vocabulary) -> Peer:
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+    tekken = Tekkenizer.from_file(vocab.source)
+
+    def encode(text: str) -> list[int]:
+        return tekken.encode(text, bos=False, eos=False)
+
+    return Peer(
+        name="mistral-common", library_version="", vocabulary_name=vocab.name,
+        encode_ordinary_fn=encode,
+        encode_special_fn=encode,  # Tekkenizer never parses special tokens out of text
+        decode_fn=tekken.decode,
+        piece_fn=tekken.id_to_byte_piece,
+        note="Tekkenizer.encode(bos=False, eos=False)",
     )
 
 
@@ -515,6 +592,7 @@ PEERS: dict[str, PeerSpec] = {
         PeerSpec("tiktoken", "tiktoken", "tiktoken", _tiktoken_unsupported, _tiktoken_build),
         PeerSpec("hf-tokenizers", "tokenizers", "tokenizers", _hf_unsupported, _hf_build),
         PeerSpec("sentencepiece", "sentencepiece", "sentencepiece", _spm_unsupported, _spm_build),
+        PeerSpec("mistral-common", "mistral-common", "mistral_common", _tekken_unsupported, _tekken_build),
         PeerSpec("bpe-openai", "bpe-openai", "bpe_openai", _bundled_unsupported(_OPENAI), _bpe_openai_build),
         PeerSpec("quicktok", "quicktok-v1", "quicktok", _bundled_unsupported(tuple(_QUICKTOK_NAMES)),
                  _quicktok_build),
@@ -579,7 +657,7 @@ def make_peer(name: str, vocab: Vocabulary, *, verify: bool = True) -> Peer:
     spec = PEERS.get(name)
     if spec is None:
         raise UnknownNameError("peer", name, peer_names())
-    key = (name, vocab.fingerprint)
+    key = (name, vocab.fingerprint, vocab.pattern)  # the pattern is no part of the fingerprint
     peer = _BUILT.get(key)
     if peer is None:
         if not spec.installed():
@@ -588,7 +666,14 @@ def make_peer(name: str, vocab: Vocabulary, *, verify: bool = True) -> Peer:
         if reason is not None:
             raise BpebenchError(f"peer {name} cannot tokenize {vocab.name}: {reason}")
         start = time.perf_counter()
-        peer = spec.build(vocab)
+        try:
+            peer = spec.build(vocab)
+        except BpebenchError:
+            raise
+        except Exception as exc:  # the library refuses the file: one line, not its traceback
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            raise BpebenchError(f"{spec.distribution} cannot read {vocab.source or vocab.name}:"
+                                f" {type(exc).__name__}: {first_line}") from None
         peer.load_seconds = time.perf_counter() - start
         peer.library_version = spec.version()
         _BUILT[key] = peer

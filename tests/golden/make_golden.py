@@ -38,6 +38,8 @@ import os
 import sys
 from pathlib import Path
 
+from bpebench.corpora.hard_strings import GOLDEN_TEXTS
+
 HERE = Path(__file__).resolve().parent
 HF_FIXTURE = HERE / "bytelevel_bpe.json"
 SPM_FIXTURE = HERE / "spm_bpe.model"
@@ -45,47 +47,9 @@ GOLDEN = HERE / "golden.json"
 
 HF_SPECIALS = ["<|endoftext|>", "<|fim_middle|>"]
 
-#: the golden texts: every case a tokenizer tends to get wrong
-TEXTS: list[str] = [
-    "hello world",
-    " hello world",
-    "Hello, World! How are you today?",
-    "The quick brown fox jumps over the lazy dog.",
-    "  two leading spaces and three trailing   ",
-    "a  b   c    d     e      f",
-    "x" + " " * 17 + "y",
-    "tab\tseparated\t\tvalues\t",
-    "windows\r\nline\r\n\r\nendings\r\n",
-    "\n\n\nnewlines only\n\n",
-    "IT'S he'S they'll We'LL I'VE you've she'd HE'D I'm I'M don't DON'T",
-    "'s 'S 't 're 've 'm 'll 'd",
-    " ".join("1234567890123"[:k] for k in range(1, 13)),
-    "0 00 000 0000 00000 000000 3.14159 1,000,000 2026-07-01",
-    "東京は日本の首都です。今日はいい天気ですね。",
-    "中文分词测试：你好，世界！",
-    "مرحبا بالعالم، كيف حالك؟",
-    "नमस्ते दुनिया, आप कैसे हैं?",
-    "Привет, мир! Ελληνικά γράμματα.",
-    "emoji 😀👍🏽 family 👨‍👩‍👧‍👦 coder 👩‍💻 flag 🇯🇵",
-    "e\u0301 n\u0303 a\u0308 (combining) vs é ñ ä (precomposed)",
-    "Z\u0351\u036b\u0343\u036a\u0302\u036b\u033d\u034f\u0334\u0319\u0324\u031e\u0349\u035a\u032f\u031e\u0320\u034dalgo",
-    "def f(x):\n    if x > 0:\n        return x ** 2\n    return -x  # comment\n",
-    "\tfor (int i = 0; i < n; ++i) {\n\t\tsum += a[i];\n\t}\n",
-    "<html><body class=\"main\">&amp; &lt;tag&gt;</body></html>",
-    "https://example.com/path?query=1&x=%20#frag user@example.org",
-    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-    "!!!!!!?????......,,,,;;;;::::----____====",
-    "The end of text: <|endoftext|> and more <|endoftext|>",
-    "fim <|fim_middle|> im <|im_start|>user<|im_end|> s <s> </s> <unk>",
-    "\u00a0non-breaking\u00a0space\u2003em space\u3000ideographic space",
-    "\u2581already a sentencepiece space\u2581\u2581",
-    "mixed 한국어 text with English and 日本語 and العربية",
-    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝕄𝕒𝕥𝕙 𐍈 𝄞 supplementary planes",
-    "\x00\x01\x07\x1b[31mcontrol\x1b[0m\x7f",
-    "",
-    " ",
-    "a",
-]
+#: the golden texts: every case a tokenizer tends to get wrong (kept in the package, beside the rest
+#: of the hard-string set)
+TEXTS: list[str] = list(GOLDEN_TEXTS)
 
 
 # ----------------------------------------------------------------------------- corpus

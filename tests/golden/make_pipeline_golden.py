@@ -13,8 +13,8 @@ Writes ``tests/golden/pipelines/``:
   charsmap, reused by ``hf_precompiled.json``), without dummy prefix and whitespace
   collapsing;
 * ``golden_pipelines.json``: for every fixture (and the two issue-25 variants of
-  ``bytelevel_bpe.json`` that ``golden_fixtures.issue25_fixture`` writes) and every text of ``hard_strings.py``,
-  the ids the real library gives (``tokenizers``: ``encode(add_special_tokens=False)``
+  ``bytelevel_bpe.json`` that ``golden_fixtures.issue25_fixture`` writes) and every text of
+  ``bpebench.corpora.hard_strings.PIPELINE_TEXTS``, the ids the real library gives (``tokenizers``: ``encode(add_special_tokens=False)``
   with and without ``encode_special_tokens``; ``sentencepiece``: ``encode``) and its
   ``decode`` of them.
 
@@ -40,7 +40,7 @@ GOLDEN = OUT / "golden_pipelines.json"
 sys.path.insert(0, str(HERE))
 
 from golden_fixtures import ISSUE25_PATTERNS, issue25_fixture  # noqa: E402
-from hard_strings import HARD_STRINGS  # noqa: E402
+from bpebench.corpora.hard_strings import PIPELINE_TEXTS as HARD_STRINGS  # noqa: E402
 
 GPT2_WITH_GROUPS = r"'(s|t|re|ve|m|ll|d)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
