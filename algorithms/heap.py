@@ -63,7 +63,7 @@ def _push(heap, size, item):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # allocates nothing; also called from the fused pipeline's loop
 def heap_piece(matcher, pair_keys, pair_vals, byte_token, data, start, end, token, prev, heap, out, n_out):
     """Append the encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
     ``token``/``prev`` are scratch arrays indexed by absolute position, ``heap`` needs

@@ -25,6 +25,9 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
    (not in the default set): the piece cache's sizes against none, in one process;
    ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
+   ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
+   ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
+   Llama-3-shaped) against o200k.
 5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
    ``udhr-all``; interleaved rounds, or ``--back-to-back``): it rewards caches.
 6. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
@@ -275,6 +278,66 @@ def _peer_batch_functions(vocab) -> dict:
     return found
 
 
+def table_serial(rounds: int) -> None:
+    """What of a batch call needs the GIL (text to UTF-8, ids to lists) against the kernel, which
+    runs without it; CPU time, so a shared machine's load moves it little. From those, the
+    most two threads can give: one part per thread, the lists built one thread after the
+    other at the end; or parts handed out in turn, the lists of one overlapping the next kernel."""
+    from bpebench.algorithms.pipeline.tokenizer import utf8
+    from bpebench.benchmarks import protocol
+
+    tokenizer = Tokenizer(load_vocabulary("o200k_base"))
+    fused = tokenizer._fused
+    print(f"\nserial: o200k batch calls, CPU ms per MB (best of {rounds}); the share that holds the GIL and the"
+          " two-thread bounds it sets")
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        fused.encode_utf8_batch([utf8(d) for d in text_stream.warm])
+        best = {"utf8": float("inf"), "kernel": float("inf"), "lists": float("inf")}
+        for _ in range(rounds):
+            start = time.process_time()
+            data = [utf8(d) for d in text_stream.measured]
+            middle = time.process_time()
+            ids, offsets = fused.encode_utf8_batch(data)
+            after = time.process_time()
+            fused.id_lists(ids, offsets)
+            done = time.process_time()
+            for name, seconds in (("utf8", middle - start), ("kernel", after - middle), ("lists", done - after)):
+                best[name] = min(best[name], seconds)
+        total, held = sum(best.values()), best["utf8"] + best["lists"]
+        mb = text_stream.measured_bytes / 1e6
+        print(f"  {kind:13s} " + "  ".join(f"{name} {seconds / mb * 1e3:.2f}" for name, seconds in best.items())
+              + f"  GIL held {held / total:.0%}  bound for 2 threads: one part each"
+                f" {total / (best['kernel'] / 2 + held):.2f}x, parts in turn {total / max(total / 2, held):.2f}x")
+
+
+def _machine_idle(before: tuple[int, int] | None = None):
+    """(idle, total) jiffies of all CPUs from ``/proc/stat``; with ``before``, the idle share since
+    then (None where there is no ``/proc/stat``). Other processes' load shows here."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except OSError:
+        return None
+    now = fields[3], sum(fields)
+    if before is None:
+        return now
+    return (now[0] - before[0]) / max(now[1] - before[1], 1)
+
+
+def _one_part_per_thread(function, *args):
+    """``function(*args)`` with one part per thread (``parallel.PARTS_PER_THREAD = 1``), the ids of
+    a long text joined before one list is built: how every core was used before, for comparison."""
+    from bpebench.algorithms.pipeline import parallel
+
+    saved = parallel.PARTS_PER_THREAD
+    parallel.PARTS_PER_THREAD = 1
+    try:
+        return function(*args)
+    finally:
+        parallel.PARTS_PER_THREAD = saved
+
+
 def table_allcore(vocabs: list[str], rounds: int) -> None:
     from bpebench.benchmarks import protocol
 
@@ -289,11 +352,20 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
         ours = Tokenizer(vocab)
+        # best of N re-encodes the same batch: a thread's piece cache has then seen it, which flatters
+        # one thread (it saw every text) over several (each saw the parts it took); hence also without
+        uncached = Tokenizer(vocab, piece_cache=False)
         functions = {
             "ours batch, 1 thread": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1),
+            "ours batch, 1 thread, no piece cache": lambda texts: uncached.encode_ordinary_batch(texts, num_threads=1),
+            f"ours batch, {cpus} threads, no piece cache": lambda texts: uncached.encode_ordinary_batch(texts),
             f"ours batch, {cpus} threads": lambda texts: ours.encode_ordinary_batch(texts),
+            f"ours batch, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
+                ours.encode_ordinary_batch, texts),
             f"ours one long text, 1 thread": lambda texts: ours.encode_ordinary(long_text, num_threads=1),
             f"ours one long text, {cpus} threads": lambda texts: ours.encode_ordinary(long_text),
+            f"ours one long text, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
+                lambda _: ours._fused.id_list(ours._parallel_array(long_text, cpus)), texts),
         }
         functions.update(_peer_batch_functions(vocab))
         expected = ours.encode_ordinary_batch(measured, num_threads=1)
@@ -302,16 +374,24 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
             if "long text" not in name and "flat" not in name:
                 assert [list(ids) for ids in fn(measured)] == expected, name
         best = dict.fromkeys(functions, float("inf"))
+        cpu_share = dict.fromkeys(functions, 0.0)  # CPU time / wall time of the best round
+        idle_before = _machine_idle()
         for r in range(rounds):
             batch = measured[r % len(measured):] + measured[:r % len(measured)]  # another order each round
             for name, fn in functions.items():
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 fn(batch)
-                best[name] = min(best[name], time.perf_counter() - start)
-        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents)")
+                seconds = time.perf_counter() - start
+                if seconds < best[name]:
+                    best[name], cpu_share[name] = seconds, (time.process_time() - start_cpu) / seconds
+        idle = _machine_idle(idle_before)
+        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents; load average now"
+              f" {' '.join(f'{x:.1f}' for x in os.getloadavg())}; the machine's CPUs idle"
+              f" {'?' if idle is None else f'{idle:.0%}'} of the time during the rounds)")
         one = best["ours batch, 1 thread"]
         for name, seconds in best.items():
-            print(f"  {name:36s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on 1 thread")
+            print(f"  {name:44s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on"
+                  f" 1 thread   CPUs used {cpu_share[name]:.2f}")
 
 
 # ----------------------------------------------------------------------------- 3. cold
@@ -491,6 +571,42 @@ def table_patterns() -> None:
         seconds = protocol.time_unseen(functions, text_stream)
         print(f"  {kind:13s} " + "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
                                          for name, t in seconds.items()))
+
+
+def table_order() -> None:
+    """o200k next to a Llama-3-shaped o200k: its ranks as an HF merge list (one merge per token,
+    whole-piece lookup as ``ignore_merges``) with 2% of the merges listed just before their later
+    part's, so that BPE runs them out of priority order; both fused. Also the reference path
+    such vocabularies took before (``regex`` + ``heap``). Unseen, one CPU, all three in one
+    process taking turns document by document."""
+    from bpebench.algorithms.kernels.compiled import rank_order_break
+    from bpebench.benchmarks import protocol
+    from bpebench.properties.vocabularies import as_merge_list, break_merge_order
+
+    protocol.pin_to_one_cpu()
+    base = load_vocabulary("o200k_base")
+    shaped = break_merge_order(as_merge_list(base), 0.02, seed=1)
+    assert rank_order_break(shaped) is not None
+    start = time.perf_counter()
+    shaped_fused = Tokenizer(shaped)
+    set_up = time.perf_counter() - start
+    assert shaped_fused.fused
+    functions = {"out of order, fused": shaped_fused.encode_ordinary,
+                 "out of order, regex + heap (before)": Tokenizer(shaped, algorithm="heap").encode_ordinary,
+                 "o200k, fused": Tokenizer(base).encode_ordinary}
+
+    def check(name: str, result: object, first: object) -> None:
+        if name.startswith("out of order") and result != first:
+            raise AssertionError(f"{name} differs from the fused out-of-order ids")
+
+    print(f"\norder: o200k and o200k as a merge list with 2% of it out of priority order (set-up {set_up:.1f} s;"
+          " unseen, one CPU, one process): MB/s, and o200k's time / the out-of-order time")
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        seconds = protocol.time_unseen(functions, text_stream, check)
+        rates = "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
+                          for name, t in seconds.items())
+        print(f"  {kind:13s} {rates}  ratio {seconds['o200k, fused'] / seconds['out of order, fused']:.2f}")
 
 
 # ----------------------------------------------------------------------------- 5. repeat
@@ -740,6 +856,10 @@ def main(argv: list[str] | None = None) -> None:
         table_cache(vocabs, args.repeat)
     if "patterns" in only:
         table_patterns()
+    if "order" in only:
+        table_order()
+    if "serial" in only:
+        table_serial(args.repeat)
     if "repeat" in only:
         table_repeat(args.repeat, args.hf)
     if "worst" in only:

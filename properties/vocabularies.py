@@ -233,6 +233,67 @@ def _replace_pair(seq: list[int], pair: tuple[int, int], merged: int) -> list[in
     return out
 
 
+def as_merge_list(vocab: Vocabulary, name: str | None = None) -> Vocabulary:
+    """A ranks vocabulary as an HF-style merge list: one merge per token, its derived split, at the
+    token's priority (how tiktoken vocabularies become ``tokenizer.json`` files, Llama-3's
+    among them); whole-piece lookup kept (HF ``ignore_merges``). The same ids on every input
+    while the merges run in priority order (then a token's split is unique)."""
+    import dataclasses
+
+    from bpebench.algorithms.kernels.compiled import compile_vocabulary
+
+    tables = compile_vocabulary(vocab)
+    merges = {(int(tables.split_left[t]), int(tables.split_right[t])): (int(vocab.priority[t]), t)
+              for t in np.flatnonzero(tables.split_left >= 0).tolist()}
+    priority = np.where(tables.split_left >= 0, vocab.priority, NEVER)
+    priority[tables.token_len == 1] = -1
+    return dataclasses.replace(vocab, name=name or f"{vocab.name}-merges", rule="merges", merges=merges,
+                               priority=priority)
+
+
+def break_merge_order(vocab: Vocabulary, fraction: float, seed: int, name: str | None = None) -> Vocabulary:
+    """``vocab`` with about ``fraction`` of its merges moved to just before the later of their two
+    parts' merges (Llama-3-shaped: BPE then forms those tokens out of priority order, after the
+    part appears). Ids, bytes, pattern and special tokens stay; only priorities move.
+
+    Ranks rule: a token's priority goes below its later part's (parts = the derived split).
+    Merges rule: a listed merge goes before the merge list's first merge of its later part.
+    O(vocabulary) plus a sort.
+    """
+    import dataclasses
+
+    from bpebench.algorithms.kernels.compiled import compile_vocabulary
+
+    rng = random.Random(seed)
+    if vocab.rule == "ranks":
+        tables = compile_vocabulary(vocab)
+        key = vocab.priority.astype(np.float64)
+        for t in range(len(vocab.tokens)):
+            x, y = int(tables.split_left[t]), int(tables.split_right[t])
+            if x >= 0 and rng.random() < fraction:
+                later = max(vocab.priority[x], vocab.priority[y])
+                if len(vocab.tokens[x]) > 1 or len(vocab.tokens[y]) > 1:
+                    key[t] = later - 0.5
+        order = np.argsort(key, kind="stable")
+        priority = np.empty(len(key), dtype=np.int64)
+        priority[order] = np.sort(vocab.priority)  # the same values, in the new order
+        return dataclasses.replace(vocab, name=name or f"{vocab.name}-out-of-order", priority=priority)
+    assert vocab.merges is not None
+    first = {}  # token -> the priority of its first listed merge
+    for (_, _), (p, t) in vocab.merges.items():
+        first[t] = min(first.get(t, p), p)
+    keyed = []
+    for (x, y), (p, t) in vocab.merges.items():
+        later = max(first.get(x, -1), first.get(y, -1))
+        keyed.append((later - 0.5 if later >= 0 and rng.random() < fraction else p, x, y, t))
+    keyed.sort()
+    merges = {(x, y): (rank, t) for rank, (_, x, y, t) in enumerate(keyed)}
+    priority = np.array([-1 if len(tok) == 1 else NEVER for tok in vocab.tokens], dtype=np.int64)
+    for (x, y), (rank, t) in merges.items():
+        priority[t] = min(priority[t], rank)
+    return dataclasses.replace(vocab, name=name or f"{vocab.name}-out-of-order", priority=priority, merges=merges)
+
+
 # ----------------------------------------------------------------------------- specs
 _SEEDS = ("reorder", "resplit", "drop", "disorder", "extra")
 _PIPELINE = ("pattern", "normalizer", "specials")

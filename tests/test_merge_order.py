@@ -3,8 +3,9 @@
 With ``bc`` ranked after ``abc``, BPE on ``abc`` merges ``b c`` (rank 4) and then
 ``a bc`` (rank 3), a lower rank after a higher one. The derived splits and every
 compatibility check assume the opposite, so the encoders built on them refuse such a
-vocabulary with one clear error; ``heap`` follows the definition and stays exact, and
-the Tokenizer picks it. Oracles: hand-worked examples, the ``naive`` reference, and a
+vocabulary with one clear error; ``heap`` follows the definition and stays exact, the
+Tokenizer picks it, and its texts go through the fused pipeline on the definition's
+merges (``kernels.out_of_order``). Oracles: hand-worked examples, the ``naive`` reference, and a
 brute-force scan of every token's own merge history.
 """
 
@@ -13,8 +14,12 @@ from __future__ import annotations
 import itertools
 import random
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from bpebench.algorithms.appending import AppendableEncoder, PrependableEncoder
 from bpebench.algorithms.kernels.compiled import NEVER, rank_order_break
@@ -26,7 +31,7 @@ from bpebench.algorithms.kernels.reference import bpe_reference
 from bpebench.algorithms.core.registry import get_encoder_class, make_encoder
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.algorithms.formats.vocabulary import Vocabulary
-from bpebench.properties.vocabularies import train_bpe
+from bpebench.properties.vocabularies import as_merge_list, break_merge_order, train_bpe
 
 REFUSING = ["backtracking", "table", "appending", "prepending", "interval"]
 
@@ -73,7 +78,7 @@ def test_compatibility_encoders_refuse_with_the_reason(make):
             build(vocab)
     with pytest.raises(UnsupportedVocabulary):
         IntervalEncoding(vocab, b"abc")
-    assert unsupported_reason(vocab) is not None  # no fused pipeline either
+    assert unsupported_reason(vocab) is None  # the fused pipeline follows the definition
 
 
 @pytest.mark.parametrize("make", [late_part_ranks, late_part_merges])
@@ -83,8 +88,13 @@ def test_heap_and_tokenizer_follow_the_definition(make):
     for data in strings(b"abc", 7):
         assert heap.encode(data) == bpe_reference(vocab, data), data
     tokenizer = Tokenizer(vocab)
-    assert tokenizer.encoder.name == "heap" and not tokenizer.fused
+    assert tokenizer.encoder.name == "heap" and tokenizer.fused
     assert tokenizer.encode("abcabcbca") == bpe_reference(vocab, b"abcabcbca")
+    for data in strings(b"abc", 7):
+        assert tokenizer.encode_ordinary(data.decode()) == bpe_reference(vocab, data), data
+    long = b"abc" * 40 + b"bca" * 30  # beyond the merge loop's 32 bytes: the heap's loop
+    assert tokenizer.encode_ordinary(long.decode()) == bpe_reference(vocab, long)
+    assert not Tokenizer(vocab, algorithm="heap").fused  # a named encoder stays measurable
 
 
 def test_shipped_vocabularies_keep_merges_in_order():
@@ -184,3 +194,99 @@ def test_a_token_formed_by_a_later_listed_merge(merge_list, out_of_order):
         want = bpe_reference(vocab, data)
         for name, encoder in encoders.items():
             assert encoder.encode(data) == want, (name, data)
+
+
+# ============================================================================= fused, out of order
+HF_FIXTURE = str(Path(__file__).resolve().parent / "golden" / "bytelevel_bpe.json")
+
+
+def llama3_shaped(whole_piece_lookup: bool) -> Vocabulary:
+    """The byte-level HF fixture (merges rule, Llama-3 pattern) with 5% of its merges listed just
+    before their later part's merge: BPE forms those tokens out of priority order."""
+    import dataclasses
+
+    vocab = break_merge_order(load_vocabulary(HF_FIXTURE), 0.05, seed=1)
+    return dataclasses.replace(vocab, name=f"llama3-shaped-{whole_piece_lookup}", whole_piece_lookup=whole_piece_lookup)
+
+
+_SHAPED = {flag: llama3_shaped(flag) for flag in (False, True)}
+_SHAPED_RANKS = break_merge_order(train_bpe(
+    [b"the theater's thoroughly thin thread, then three thousand things; 123 4567 \n\n  the other"] * 2,
+    merges=90, rule="ranks", alphabet="all"), 0.3, seed=2, name="ranks-out-of-order")
+#: words of the fixture's merges, long runs (the heap beyond 32 bytes), digits, newlines, unicode
+_PIECES = st.sampled_from(["the", " the", "ing", " thorough", "ly", "'ll", " ", "  ", "\n", "\n\n", "123", "4567",
+                           "er", "tion", " théâtre", "東京", "ab" * 20, "x", ",", "!!", " " * 40, "thethethethe" * 4])
+_TEXTS = st.lists(_PIECES, max_size=12).map("".join) | st.text(max_size=40)
+
+
+def test_llama3_shaped_fixtures_are_out_of_order_and_fused():
+    for vocab in (*_SHAPED.values(), _SHAPED_RANKS):
+        assert rank_order_break(vocab) is not None, vocab.name
+        assert unsupported_reason(vocab) is None
+        tokenizer = Tokenizer(vocab)
+        assert tokenizer.fused and tokenizer.encoder.name == "heap"
+
+
+@pytest.mark.parametrize("vocab", [_SHAPED[False], _SHAPED_RANKS], ids=lambda v: v.name)
+def test_produced_tokens_are_those_bpe_gives_for_their_own_bytes(vocab):
+    """The out-of-order tables' ``produced`` against the reference run on every token's bytes."""
+    from bpebench.algorithms.kernels.compiled import compile_vocabulary
+    from bpebench.algorithms.kernels.matching import build_matcher
+    from bpebench.algorithms.kernels.out_of_order import out_of_order_tables
+
+    produced = out_of_order_tables(vocab, compile_vocabulary(vocab), build_matcher(vocab))["produced"]
+    for t, token in enumerate(vocab.tokens):
+        if t in vocab.excluded or not token:
+            assert not produced[t]
+            continue
+        assert bool(produced[t]) == (bpe_reference(vocab, token) == [t]), (t, token)
+
+
+@settings(deadline=None, max_examples=200)
+@given(text=_TEXTS, which=st.sampled_from(["merges", "merges+ignore_merges", "ranks"]))
+@example(text="the theater's thoroughly thin  \n\n 123456" + "ab" * 20, which="merges")
+def test_fused_out_of_order_equals_the_reference(text, which):
+    """Property: on vocabularies whose merges run out of priority order, the fused pipeline (merge
+    loop, heap beyond 32 bytes, whole-token tables of produced tokens, piece cache) gives the
+    ids of ``regex`` + the ``naive`` definition; batches and ``encode_to_numpy`` too."""
+    vocab = {"merges": _SHAPED[False], "merges+ignore_merges": _SHAPED[True], "ranks": _SHAPED_RANKS}[which]
+    fused = Tokenizer(vocab)
+    reference = Tokenizer(vocab, algorithm="naive", pretokenizer="regex")
+    assert fused.fused and not reference.fused
+    want = reference.encode_ordinary(text)
+    assert fused.encode_ordinary(text) == want
+    assert fused.encode_to_numpy(text).tolist() == want
+    assert fused.encode_ordinary_batch([text, text[::-1], text]) == [want, reference.encode_ordinary(text[::-1]),
+                                                                     want]
+
+
+@pytest.mark.parametrize("shape", ["ranks", "merge list"])
+def test_o200k_out_of_order_on_natural_text_equals_the_reference(shape):
+    """o200k with 2% of its tokens ranked before their later part, as ranks or as an HF merge list
+    (Llama-3-shaped, the vocabulary the performance notes measure): natural text through the
+    fused pipeline equals the ``heap`` encoder's ids behind ``regex``."""
+    from bpebench import corpora
+
+    base = load_vocabulary("o200k_base")
+    vocab = break_merge_order(base if shape == "ranks" else as_merge_list(base), 0.02, seed=1)
+    assert rank_order_break(vocab) is not None
+    fused = Tokenizer(vocab)
+    reference = Tokenizer(vocab, algorithm="heap", pretokenizer="regex")  # heap: the definition, O(n log n)
+    assert fused.fused and not reference.fused
+    for name in ("prose-en", "code-python", "udhr-all"):
+        text = corpora.get(name, size=60_000)
+        assert fused.encode_ordinary(text) == reference.encode_ordinary(text), name
+
+
+def test_ranks_as_a_merge_list_give_the_same_ids():
+    """``as_merge_list`` (the conversion the Llama-3-shaped vocabulary starts from) keeps BPE: in
+    priority order, the merge list gives tiktoken's ranks' ids (checked against tiktoken)."""
+    from bpebench import corpora
+    from bpebench.algorithms.peers import make_peer
+
+    pytest.importorskip("tiktoken")
+    base = load_vocabulary("o200k_base")
+    merges = as_merge_list(base)
+    assert merges.rule == "merges" and rank_order_break(merges) is None
+    text = corpora.get("prose-en", size=20_000) + corpora.get("udhr-all", size=20_000)
+    assert Tokenizer(merges).encode_ordinary(text) == make_peer("tiktoken", base).encode_ordinary(text)

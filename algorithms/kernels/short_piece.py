@@ -253,12 +253,14 @@ def _fill_token_table(token_bytes, token_start, produced, shortest, longest, tab
         table[slot, value_column] = (np.int64(e - s) << 32) | t
 
 
-def _token_table(tables, shortest: int, longest: int) -> np.ndarray:
+def _token_table(tables, shortest: int, longest: int, produced: np.ndarray | None = None) -> np.ndarray:
     """Open-addressing table (load <= 1/2) of the tokens of ``shortest..longest`` bytes that
-    BPE produces (``priority < NEVER``): row = (key words..., length << 32 | token), -1 = empty."""
+    BPE produces (``produced``, by default ``priority < NEVER``): row = (key words...,
+    length << 32 | token), -1 = empty."""
     from .compiled import NEVER
 
-    produced = tables.priority < NEVER
+    if produced is None:
+        produced = tables.priority < NEVER
     lengths = tables.token_len
     count = int((produced & (lengths >= shortest) & (lengths <= longest)).sum())
     capacity = 1024
@@ -269,13 +271,13 @@ def _token_table(tables, shortest: int, longest: int) -> np.ndarray:
     return table
 
 
-def short_tokens(tables) -> np.ndarray:
+def short_tokens(tables, produced: np.ndarray | None = None) -> np.ndarray:
     """int64[slots, 2]: the tokens of at most ``SHORT_TOKEN_BYTES`` bytes BPE produces;
     row = (packed bytes, length << 32 | token)."""
-    return _token_table(tables, 1, SHORT_TOKEN_BYTES)
+    return _token_table(tables, 1, SHORT_TOKEN_BYTES, produced)
 
 
-def medium_tokens(tables) -> np.ndarray:
+def medium_tokens(tables, produced: np.ndarray | None = None) -> np.ndarray:
     """int64[slots, 3]: the tokens of ``SHORT_TOKEN_BYTES + 1`` to ``MEDIUM_TOKEN_BYTES``
     bytes BPE produces; row = (first 8 bytes, the rest, length << 32 | token)."""
-    return _token_table(tables, SHORT_TOKEN_BYTES + 1, MEDIUM_TOKEN_BYTES)
+    return _token_table(tables, SHORT_TOKEN_BYTES + 1, MEDIUM_TOKEN_BYTES, produced)

@@ -132,6 +132,7 @@ from . import aot as _aot
 from ..kernels.jit import njit
 
 from ..backtracking import backtrack_piece
+from ..heap import heap_piece
 from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
@@ -155,6 +156,29 @@ class Plan(NamedTuple):
     token_of_rank: np.ndarray  # int32: the token each merge rank forms (``short_piece.token_of_rank``)
     token_offset: int  # ``short_piece.rank_token_offset``: merge rank + this = the token, or TABLE_TOKENS
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
+    # merges out of priority order (``kernels.out_of_order``); both empty when they run in order
+    live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
+    live_pair_vals: np.ndarray  # int32: the token it forms
+
+
+class HeapScratch(NamedTuple):
+    """What ``heap_piece`` needs for long pieces when merges run out of priority order (all empty
+    otherwise): the live merge table and scratch indexed by position in the text."""
+
+    pair_keys: np.ndarray  # int64
+    pair_vals: np.ndarray  # int32
+    token: np.ndarray  # int32[n]
+    prev: np.ndarray  # int32[n]
+    queue: np.ndarray  # int64[3n + 1]
+
+
+@njit(cache=True)
+def _heap_scratch(plan, n):
+    """The plan's :class:`HeapScratch` for a text of ``n`` bytes (empty arrays for merges in order:
+    ``queue`` empty means backtracking)."""
+    size = n if plan.live_pair_keys.shape[0] > 0 else 0
+    return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, np.empty(size, dtype=np.int32),
+                       np.empty(size, dtype=np.int32), np.empty(3 * size + 1 if size else 0, dtype=np.int64))
 
 
 # ----------------------------------------------------------------------------- the fused loop
@@ -297,22 +321,27 @@ def _next_piece(cls, char, piece_start, pattern_id, ascii_only):
 
 @njit(cache=True, inline="always")
 def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
-               data, piece_start, piece_end, dead, parts, ranks, out, n_out):
+               data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out):
     """Append the ids of a piece that is not one token: the merge loop up to ``short_limit``
-    bytes, backtracking (linear) beyond."""
+    bytes, backtracking (linear) beyond; when merges run out of priority order (``heap``
+    scratch given) the heap encoder's O(L log L) loop beyond."""
     if piece_end - piece_start <= short_limit:
         return merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
                                  token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
+    if heap.queue.shape[0] > 0:
+        return heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, piece_start, piece_end,
+                          heap.token, heap.prev, heap.queue, out, n_out)
     return backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
 
 
 @njit(cache=True, _nrt=False)
-def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ranks, out, n_out, cache):
+def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ranks, heap, out, n_out, cache):
     """Append the ids of every piece of ``data[start:end]``. The pieces come from the compiled
     pre-tokenizer over ``cls`` (the class words of those whole characters), or, when
     ``piece_ends`` is not empty, they end at ``start + piece_ends[i]`` (a split made
     elsewhere, e.g. by ``regex`` for a pattern with no compiled pre-tokenizer).
-    ``parts`` and ``ranks`` are the merge loop's scratch (``short_limit`` slots).
+    ``parts`` and ``ranks`` are the merge loop's scratch (``short_limit`` slots), ``heap`` the
+    long pieces' when merges run out of priority order (:class:`HeapScratch`).
 
     Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
     with it, every inlined helper and every call that takes an array paid an atomic
@@ -355,7 +384,7 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
         token = -1
         if whole_piece:
             token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
-        if token < 0:
+        if token < 0 and not whole_piece:  # (the bytes table holds every token the others hold)
             token = _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
         if token >= 0:
             out[n_out] = token
@@ -373,13 +402,14 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
             else:
                 first = n_out
                 n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank,
-                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, out,
-                                   n_out)
+                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, heap,
+                                   out, n_out)
                 if n_out - first <= CACHE_MAX_IDS:
                     _cache_put(cache, cache_slot, w0, w1, w2, length, out, first, n_out - first)
         elif length > _MEMO_MAX_PIECE:
             # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
-            n_out = backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+            n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+                               short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
         else:
             # without the piece cache (or longer than its keys): the call's memo, which points
             # at the piece's earlier bytes and ids in ``data`` and ``out``
@@ -393,8 +423,8 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
             else:
                 first = n_out
                 n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank,
-                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, out,
-                                   n_out)
+                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, heap,
+                                   out, n_out)
                 memo[slot, 0] = key
                 memo[slot, 1] = piece_start
                 memo[slot, 2] = first
@@ -422,7 +452,7 @@ def encode_utf8(plan, data, out, cache):
     cls = utf8_class_words(data, plan.stage1, plan.stage2)
     parts, ranks = _merge_scratch(plan)
     return _encode_text(plan, data, 0, data.shape[0], cls, _NO_PIECE_ENDS, dead, _new_memo(data.shape[0]), parts,
-                        ranks, out, 0, cache)
+                        ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache)
 
 
 #: ``piece_ends`` of ``_encode_text`` when the compiled pre-tokenizer finds the pieces
@@ -439,7 +469,7 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     if piece_ends.shape[0] == 0:
         return np.int64(0)
     return _encode_text(plan, data, 0, data.shape[0], _NO_CLASSES, piece_ends, dead, _new_memo(data.shape[0]),
-                        parts, ranks, out, 0, cache)
+                        parts, ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache)
 
 
 @njit(cache=True, nogil=True)
@@ -449,12 +479,14 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
     parts, ranks = _merge_scratch(plan)
+    heap = _heap_scratch(plan, data.shape[0])
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
         start, end = text_offsets[i], text_offsets[i + 1]
         cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-        n_out = _encode_text(plan, data, start, end, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, out, n_out, cache)
+        n_out = _encode_text(plan, data, start, end, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, heap, out, n_out,
+                             cache)
         out_offsets[i + 1] = n_out
     return n_out
 
@@ -508,12 +540,24 @@ def supported_pattern(vocab) -> str | None:
 
 def unsupported_reason(vocab) -> str | None:
     """Why the fused pipeline cannot encode ``vocab`` (None when it can). A pattern with no
-    compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes."""
+    compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes; nor are
+    merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
     if vocab.llama_cpp is not None:
         return "llama.cpp's own pre-tokenizer and special-token rules (a GGUF file) run on the reference path"
-    return rank_order_break(vocab)
+    reason = rank_order_break(vocab)
+    if reason is not None and _out_of_order_tables(vocab) is None:
+        return f"{reason}, and two tokens share a merge rank"
+    return None
+
+
+def _out_of_order_tables(vocab) -> dict | None:
+    from ..kernels.compiled import compile_vocabulary
+    from ..kernels.matching import build_matcher
+    from ..kernels.out_of_order import out_of_order_tables
+
+    return out_of_order_tables(vocab, compile_vocabulary(vocab), build_matcher(vocab))
 
 
 #: Python keeps one shared int object for each of -5..256: ``tolist`` allocates nothing for those
@@ -558,8 +602,27 @@ class FusedPipeline:
         stage1, stage2 = get_tables()
         matcher = build_matcher(vocabulary)
         short = short_piece_tables(vocabulary, tables, matcher)
+        unreachable = bool(short["unreachable"][0])
+        live_pair_keys, live_pair_vals = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        self.out_of_order = rank_order_break(vocabulary) is not None
+        if self.out_of_order:
+            # the definition's own merges and the tokens BPE produces from their own bytes
+            # the definition's own merges; a piece that is one token is emitted when BPE of its bytes
+            # gives that token, or, under whole-piece lookup, when it is any usable token: the
+            # short and medium tables and the forward trie hold exactly those (so the bytes
+            # table is not probed first: ``whole_piece`` stays False)
+            from ..kernels.out_of_order import whole_token_lookup
+
+            live = _out_of_order_tables(vocabulary)
+            matcher, short_lookup, medium_lookup = whole_token_lookup(vocabulary, tables, live,
+                                                                      vocabulary.whole_piece_lookup)
+            short = dict(short, token_of_rank=live["token_of_rank"], token_offset=[live["token_offset"]],
+                         byte_pair_ranks=live["byte_pair_ranks"], short_tokens=short_lookup,
+                         medium_tokens=medium_lookup)
+            unreachable = False
+            live_pair_keys, live_pair_vals = live["pair_keys"], live["pair_vals"]
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
-        whole_piece = bool(vocabulary.whole_piece_lookup and short["unreachable"][0])
+        whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
         short_limit = self.SHORT_PIECE
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
@@ -575,7 +638,8 @@ class FusedPipeline:
         self.plan = Plan(matcher, PATTERN_IDS.get(compiled_name, -1),
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
-                         short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit)
+                         short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit,
+                         live_pair_keys, live_pair_vals)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
         new_piece_cache(self.piece_cache_slots)  # refuses a bad size now rather than in a call

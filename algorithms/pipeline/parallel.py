@@ -4,8 +4,8 @@ The fused kernel releases the GIL while it runs (the ahead-of-time module is bui
 way, the JIT entry points are ``nogil``), and each thread keeps its own piece cache, so
 threads of one process encode in parallel. Two ways to make the work:
 
-* a **batch** is cut into one contiguous group of texts per thread, of about equal bytes;
-  each group is one kernel call; the groups' results are joined in order;
+* a **batch** is cut into contiguous groups of texts of about equal bytes, a few per thread
+  (:func:`part_count`); each group is one kernel call; the groups' results are joined in order;
 * a **long text** is cut into parts at *pre-token boundaries*, so each part's ids are
   exactly that stretch of the whole text's ids (BPE runs piece by piece). A boundary
   that needs no scan from the start: a line feed followed by a letter. For the five
@@ -17,10 +17,18 @@ threads of one process encode in parallel. Two ways to make the work:
 
 Threads: ``num_threads`` when given, else ``BPEBENCH_NUM_THREADS``, else the CPUs this
 process may run on. Work under :data:`MIN_PARALLEL_BYTES` stays on the calling thread.
+
+Why a few parts per thread rather than one: the kernel runs without the GIL, but turning a
+part's ids into Python lists (and its text into UTF-8 bytes) needs it. With one part per
+thread, every thread finishes its kernel at about the same time and the list building
+then runs one thread after the other (about a seventh of one thread's time on prose), so
+two threads gave at most about 1.75x. With several parts handed out in turn
+(:func:`run_all`), one thread builds a part's lists while the other runs its next kernel.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +42,8 @@ T = TypeVar("T")
 
 #: below this many bytes of text, threads cost more than they give
 MIN_PARALLEL_BYTES = 1 << 16
+#: parts per thread (see the module docstring), each of at least ``MIN_PARALLEL_BYTES``
+PARTS_PER_THREAD = 4
 #: patterns whose pieces never hold a line feed followed by a letter (see the module docstring)
 CUTTABLE_PATTERNS = frozenset({"gpt2", "cl100k", "o200k", "llama3", "qwen2"})
 #: how far from an even cut a boundary is looked for (characters, each way)
@@ -61,15 +71,36 @@ def thread_count(num_threads: int | None = None) -> int:
     return num_threads
 
 
+def part_count(n_bytes: int, threads: int) -> int:
+    """How many parts to cut ``n_bytes`` of work into for ``threads`` threads: up to
+    ``PARTS_PER_THREAD`` per thread, none under ``MIN_PARALLEL_BYTES`` (at least ``threads``)."""
+    if threads <= 1:
+        return 1
+    return max(threads, min(threads * PARTS_PER_THREAD, n_bytes // MIN_PARALLEL_BYTES))
+
+
 def run_all(function: Callable[[T], object], items: Sequence[T], threads: int) -> list:
-    """``[function(item) for item in items]``, on up to ``threads`` threads of a shared pool
-    (the calling thread runs one share itself)."""
+    """``[function(item) for item in items]``, on up to ``threads`` threads of a shared pool (the
+    calling thread is one of them); each thread takes the next item when it is done with one,
+    so items may outnumber threads."""
     if threads <= 1 or len(items) <= 1:
         return [function(item) for item in items]
-    pool = _shared_pool(min(threads, len(items)) - 1)
-    futures = [pool.submit(function, item) for item in items[1:]]
-    first = function(items[0])
-    return [first, *(f.result() for f in futures)]
+    results: list = [None] * len(items)
+    taken = itertools.count()  # next() on it is atomic under the GIL: each index is taken once
+
+    def work() -> None:
+        for i in iter(taken.__next__, None):
+            if i >= len(items):
+                return
+            results[i] = function(items[i])
+
+    helpers = min(threads, len(items)) - 1
+    pool = _shared_pool(helpers)
+    futures = [pool.submit(work) for _ in range(helpers)]
+    work()
+    for future in futures:
+        future.result()  # an exception in a helper is raised here
+    return results
 
 
 def _shared_pool(workers: int) -> ThreadPoolExecutor:

@@ -39,7 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
-from .parallel import MIN_PARALLEL_BYTES, cut_text, run_all, split_batch, thread_count
+from .parallel import MIN_PARALLEL_BYTES, cut_text, part_count, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
@@ -109,7 +109,8 @@ class Tokenizer:
         vocabulary: the Vocabulary, or a built-in name or path given to
             ``bpebench.algorithms.formats.load_vocabulary``.
         algorithm: an encoder name, an Encoder instance, or None for the fastest exact one that
-            accepts the vocabulary (``heap`` when its merges run out of priority order).
+            accepts the vocabulary (``heap`` when its merges run out of priority order; texts then
+            still go through the fused pipeline, on the definition's merges).
         pretokenizer: None for the fastest exact choice (the compiled pre-tokenizer, fused
             with the encoder when it is ``backtracking``; else ``regex``); ``"regex"`` for the
             reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
@@ -143,6 +144,7 @@ class Tokenizer:
             self.encoder = algorithm
         else:
             self.encoder = make_encoder(algorithm or default_encoder_name(vocabulary), vocabulary)
+        self._default_algorithm = algorithm is None
         compiled_name = supported_pattern(vocabulary) if vocabulary.pattern else None
         if pretokenizer == "compiled" and compiled_name is None:
             raise BpebenchError(
@@ -232,10 +234,18 @@ class Tokenizer:
 
     def _encoder_is_fusable(self) -> bool:
         from ..backtracking import BacktrackingEncoder
+        from ..heap import HeapEncoder
 
         # exactly the backtracking encoder: a subclass may encode differently, and other
-        # encoders must stay measurable through the Tokenizer
-        return type(self.encoder) is BacktrackingEncoder and self.encoder.vocabulary is self.vocabulary
+        # encoders must stay measurable through the Tokenizer. Merges out of priority order
+        # make ``heap`` the default, and the fused pipeline then follows the same definition
+        if self.encoder.vocabulary is not self.vocabulary:
+            return False
+        if type(self.encoder) is HeapEncoder and self._default_algorithm:
+            from ..kernels.compiled import rank_order_break
+
+            return rank_order_break(self.vocabulary) is not None
+        return type(self.encoder) is BacktrackingEncoder
 
     @property
     def name(self) -> str:
@@ -314,20 +324,32 @@ class Tokenizer:
         if self._fused is not None and text:
             normalized = self._normalize(text)
             if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
-                return self._fused.id_list(self._parallel_array(normalized, thread_count(num_threads)))
+                return self._parallel_list(normalized, thread_count(num_threads))
             return self._fused.encode_list(utf8(normalized))
         if self._hf is not None:
             return self._hf.encode(valid_text(text), _carve_none)
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
-    def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
-        """int32 ids of a long normalized text: its parts (cut at pre-token boundaries) on threads."""
+    def _parts(self, normalized: str, threads: int) -> list[str]:
+        """A long normalized text cut at pre-token boundaries into a few parts per thread."""
         from .fast_pipeline import supported_pattern
 
-        parts = cut_text(normalized, threads, supported_pattern(self.vocabulary))
-        arrays = run_all(lambda part: self._fused.encode_utf8(utf8(part)), parts, threads)
+        return cut_text(normalized, part_count(len(normalized), threads), supported_pattern(self.vocabulary))
+
+    def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
+        """int32 ids of a long normalized text: its parts on threads."""
+        arrays = run_all(lambda part: self._fused.encode_utf8(utf8(part)), self._parts(normalized, threads), threads)
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    def _parallel_list(self, normalized: str, threads: int) -> list[int]:
+        """The ids of a long normalized text as a list: each part's list is built on the thread that
+        encoded it (while another thread runs its next kernel), then they are joined."""
+        lists = run_all(lambda part: self._fused.encode_list(utf8(part)), self._parts(normalized, threads), threads)
+        ids = lists[0]
+        for more in lists[1:]:
+            ids += more
+        return ids
 
     def encode_to_numpy(
         self,
@@ -493,7 +515,8 @@ class Tokenizer:
             ids, offsets = fused.encode_utf8_batch(data[bounds[0]:bounds[1]])
             return fused.id_lists(ids, offsets)
 
-        return [ids for part in run_all(group, split_batch(sizes, threads), threads) for ids in part]
+        groups = split_batch(sizes, part_count(sum(sizes), threads))
+        return [ids for part in run_all(group, groups, threads) for ids in part]
 
     def encode_batch(self, texts: Iterable[str], **kwargs) -> list[list[int]]:
         """``[encode(t, **kwargs) for t in texts]``, ordinary text of all texts in one compiled call."""
