@@ -18,6 +18,9 @@ import time
 
 from bpebench.errors import BpebenchError
 
+#: the commands defined in this module: running one of them imports none of ``COMMAND_MODULES``
+#: (``properties.cli`` alone pulls in hypothesis), so ``bpebench encode`` loads only what it uses
+CORE_COMMANDS = frozenset({"list", "vocab", "encode", "decode", "sample", "compile"})
 #: modules that add sub-commands with ``register(subparsers)``
 COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli")
 
@@ -275,7 +278,13 @@ def cmd_compile(args) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` names (its first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command`` one of :data:`CORE_COMMANDS`, only the core commands."""
     from bpebench.algorithms.formats import DEFAULT_VOCABULARY
 
     parser = _Parser(prog="bpebench", description="Benchmark and verify BPE tokenizer encoders.")
@@ -330,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even if a valid module exists")
     p.set_defaults(func=cmd_compile)
 
-    for module_name in COMMAND_MODULES:
+    for module_name in () if command in CORE_COMMANDS else COMMAND_MODULES:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -343,7 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(_command_name(argv))
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
