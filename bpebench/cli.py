@@ -365,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130)
     except BrokenPipeError:
         return 0
+    except MemoryError:  # an input too big for this machine (or its memory limit) is not a bug
+        return _fail("out of memory: the input needs more memory than this process may use")
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is the user's to fix, not a bug
             return _fail(f"no space left on the device ({exc.filename or 'writing output'})")

@@ -310,6 +310,10 @@ def sentencepiece_vocabulary(
     # the leftmost of them, as SentencePiece does
     merged = [i for d, i in owner.items() if len(pieces[i].text) > 1]
     scores = np.array([pieces[i].score for i in merged], dtype=np.float64)
+    if np.isnan(scores).any():  # no order: SentencePiece's result then depends on its heap's layout
+        token_id = merged[int(np.flatnonzero(np.isnan(scores))[0])]
+        raise VocabularyError(f"{where}: piece {token_id} {pieces[token_id].text!r} has score NaN, which orders"
+                              " no merge; refused")
     distinct = np.unique(-scores)  # sorted: best (highest) score first
     priority[merged] = len(units) + np.searchsorted(distinct, -scores)
 
