@@ -124,3 +124,59 @@ def test_added_token_ids_that_tokenizers_would_reassign_are_refused(tmp_path, ca
     assert library_id != first["id"]  # the library's own reading differs from the written id
     line = one_line_error(capsys, "vocab", str(path))
     assert f"says id {first['id']}, but tokenizers gives it id {library_id}" in line
+
+
+def _library_and_ours(path: Path, texts: list[str]) -> tuple[list, list]:
+    from tokenizers import Tokenizer as HfTokenizer
+
+    from bpebench.algorithms.formats import load_path
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+
+    hf = HfTokenizer.from_file(str(path))
+    ours = Tokenizer(load_path(path))
+    return ([hf.encode(t, add_special_tokens=False).ids for t in texts],
+            [ours.encode(t, allowed_special="all") for t in texts])
+
+
+def test_characters_tokenizers_drops_let_their_neighbours_merge(tmp_path):
+    """No unk_token, no byte fallback: tokenizers removes an unknown character from the word, so
+    'llo' and 'w' of "hello world" meet (a byte-level vocabulary whose pre-tokenizer is not
+    ByteLevel sees the raw space, which it lacks). bpebench encoded the two sides apart."""
+    data = hf_json()
+    data["pre_tokenizer"] = None
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data))
+    texts = ["hello world", "héllo wörld 12", "a  b\tc"]
+    library, ours = _library_and_ours(path, texts)
+    assert library[0] == [262, 915, 267, 2176]  # hand-checked: he llow or ld, the space dropped
+    assert ours == library
+
+
+def test_a_gguf_array_of_the_wrong_type_is_one_line(tmp_path, capsys):
+    gguf = pytest.importorskip("gguf")
+    path = tmp_path / "x.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(["<unk>", "a", "b"])
+    writer.add_token_scores([0.0, 0.0, 0.0])
+    writer.add_float32("tokenizer.ggml.token_type", 1.5)  # an array of types in a sound file
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert "tokenizer.ggml.token_type is float" in one_line_error(capsys, "vocab", str(path))
+
+
+def test_a_sentencepiece_piece_with_nul_is_refused(tmp_path, capsys):
+    """sentencepiece loads a lone NUL piece but never matches it (it emits the byte fallback)."""
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto()
+    model.ParseFromString(SPM_FIXTURE.read_bytes())
+    model.pieces[488].piece = "\0"
+    path = tmp_path / "nul.model"
+    path.write_bytes(model.SerializeToString())
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    assert 488 not in sp.encode("x\0y")  # the library's own reading
+    assert "piece 488 '\\x00' contains a NUL" in one_line_error(capsys, "vocab", str(path))

@@ -120,9 +120,12 @@ def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Voca
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
         raise VocabularyError(f"{path}: model type {model_type!r} is not BPE; only BPE models can be loaded")
+    # the model sees byte-level characters only when a pre-tokenizer or normalizer maps the text to
+    # them; a ByteLevel decoder alone changes nothing before the model (tokenizers then drops the
+    # characters its vocabulary lacks, as in any character-level model)
     byte_level = any(leaf.get("type") == "ByteLevel" for node, key in (
-        (data.get("pre_tokenizer"), "pretokenizers"), (data.get("decoder"), "decoders"),
-        (data.get("normalizer"), "normalizers")) for leaf in _leaves(node, key))
+        (data.get("pre_tokenizer"), "pretokenizers"), (data.get("normalizer"), "normalizers"))
+        for leaf in _leaves(node, key))
     token_text = "byte_level" if byte_level else "utf-8"
     options = _model_options(path, model, token_text)
 

@@ -253,6 +253,8 @@ def sentencepiece_vocabulary(
     unk_token = None
     owner: dict[bytes, int] = {}  # bytes -> id of the normal piece with those bytes
     for token_id, piece in enumerate(pieces):
+        if "\0" in piece.text:  # sentencepiece refuses such a piece, or loads a lone NUL and never matches it
+            raise VocabularyError(f"{where}: piece {token_id} {piece.text!r} contains a NUL character; refused")
         if piece.kind in (UNKNOWN, CONTROL):
             tokens[token_id] = piece.text.encode("utf-8")
             excluded.add(token_id)
