@@ -23,7 +23,8 @@ the file's own library reads the same file in another limited subprocess. Outcom
   and cl100k's pattern, ``tokenizers`` with added tokens carved, ``sentencepiece``; GGUF:
   llama.cpp's recorded ids when the ``gguf`` reader sees the seed's tokenizer metadata);
 * ``loaded, no oracle``: a GGUF file whose tokenizer metadata the mutation changed (llama.cpp
-  is not installed), or a file bpebench loads and the library refuses (listed);
+  is not installed), or a file bpebench loads and the library refuses, crashes on or does not
+  finish within the limit;
 * bugs: ``traceback``, ``internal error`` (exit 1), ``hang`` (past the limit), ``crash``
   (killed by a signal), ``wrong ids``, ``unclean`` (exit 2 but not one line).
 
@@ -45,6 +46,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -605,6 +607,7 @@ def run_case(case: dict, *, timeout: float, memory: int, env: dict) -> dict:
     lib = run(python + ["-c", ORACLE, fmt, str(path), str(Path(__file__).resolve().parent)],
               stdin="\n".join(json.dumps(t) for t in texts), timeout=timeout, memory=memory, env=env)
     library = json.loads(lib["stdout"]) if lib["code"] == 0 and not lib["hung"] else None
+    library_fails = "hangs" if lib["hung"] else "crashes" if lib["code"] is None or lib["code"] < 0 else "refuses"
     if fmt == "gguf" and library is not None:  # llama.cpp's recorded ids when the tokenizer is the seed's
         library = case["expected"] if library == seed["metadata"] else "changed"
     if outcome is None:
@@ -621,7 +624,7 @@ def run_case(case: dict, *, timeout: float, memory: int, env: dict) -> dict:
             if library == "changed":
                 outcome = "loaded, no oracle (GGUF metadata changed)"
             elif library is None:
-                outcome = "loaded, no oracle (library refuses)"
+                outcome = f"loaded, no oracle (library {library_fails})"
             elif ours == library:
                 outcome = "matched"
             else:
@@ -660,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write every case's outcome here")
     args = parser.parse_args(argv)
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the scratch directory is removed on kill too
     scratch = Path(tempfile.mkdtemp(prefix="bpebench-fuzz-"))
     _SCRATCH.append(scratch)
     try:
