@@ -356,17 +356,10 @@ def spm_field_edit(rng: random.Random, data: bytes, seed: dict) -> bytes:
     return model.SerializeToString()
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def spm_wire_edit(rng: random.Random, data: bytes, seed: dict) -> bytes:
     """Raw protobuf damage: a wrong wire type, a length past the end, an unknown field, a cut varint."""
+    sys.path.insert(0, str(GOLDEN))
+    from golden_fixtures import _varint
     kind = rng.randrange(5)
     if kind == 0:  # field 1 (pieces, length-delimited) sent as a varint
         return bytes([1 << 3 | 0]) + _varint(rng.randrange(2**35)) + data
