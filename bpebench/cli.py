@@ -18,6 +18,9 @@ import time
 
 from bpebench.errors import BpebenchError
 
+#: the commands defined in this module: running one of them imports none of ``COMMAND_MODULES``
+#: (``properties.cli`` alone pulls in hypothesis), so ``bpebench encode`` loads only what it uses
+CORE_COMMANDS = frozenset({"list", "vocab", "encode", "decode", "sample", "compile"})
 #: modules that add sub-commands with ``register(subparsers)``
 COMMAND_MODULES = ("bpebench.corpora.cli", "bpebench.properties.cli", "bpebench.reports.cli", "bpebench.algorithms.trie.cli",
                    "bpebench.properties.parity_cli")
@@ -279,7 +282,13 @@ def cmd_compile(args) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` names (its first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command`` one of :data:`CORE_COMMANDS`, only the core commands."""
     from bpebench.algorithms.formats import DEFAULT_VOCABULARY
 
     parser = _Parser(prog="bpebench", description="Benchmark and verify BPE tokenizer encoders.")
@@ -334,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even if a valid module exists")
     p.set_defaults(func=cmd_compile)
 
-    for module_name in COMMAND_MODULES:
+    for module_name in () if command in CORE_COMMANDS else COMMAND_MODULES:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -347,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(_command_name(argv))
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
@@ -359,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130)
     except BrokenPipeError:
         return 0
+    except MemoryError:  # an input too big for this machine (or its memory limit) is not a bug
+        return _fail("out of memory: the input needs more memory than this process may use")
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is the user's to fix, not a bug
             return _fail(f"no space left on the device ({exc.filename or 'writing output'})")

@@ -180,9 +180,14 @@ def load_path(path: str | Path, *, kind: str | None = None, pattern: str | None 
     kind = _kind(kind) or sniff_format(path)
     module_name, func_name = _LOADERS[kind]
     module = importlib.import_module(f"{__name__}.{module_name}")
-    if kind == "gguf" and pattern:  # a pattern also loads a GGUF whose pre-tokenizer llama.cpp does not know
-        return with_pattern(getattr(module, func_name)(path, pattern=PATTERNS.get(pattern, pattern)), pattern)
-    vocab = getattr(module, func_name)(path)
+    try:
+        if kind == "gguf" and pattern:  # a pattern also loads a GGUF whose pre-tokenizer llama.cpp does not know
+            return with_pattern(getattr(module, func_name)(path, pattern=PATTERNS.get(pattern, pattern)), pattern)
+        vocab = getattr(module, func_name)(path)
+    except RecursionError:  # JSON, protobuf or a pattern nested past any real file
+        raise VocabularyError(f"{path}: nested too deeply to read as a {kind} file") from None
+    except MemoryError:
+        raise VocabularyError(f"{path}: needs more memory than is available to load as a {kind} file") from None
     return with_pattern(vocab, pattern) if pattern else vocab
 
 
@@ -190,8 +195,9 @@ def with_pattern(vocab: Vocabulary, pattern: str) -> Vocabulary:
     """A shallow copy of ``vocab`` split by ``pattern`` (tiktoken semantics) instead of its own pre-tokenizer."""
     try:
         regex.compile(PATTERNS.get(pattern, pattern))
-    except regex.error as exc:
-        raise VocabularyError(f"bad --pattern {pattern!r}: {exc}") from None
+    except (regex.error, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise VocabularyError(f"bad --pattern {pattern[:80]!r}: {reason}") from None
     out = copy.copy(vocab)
     out.pattern = pattern
     if out.llama_cpp is not None:

@@ -89,12 +89,19 @@ _ATTRIBUTE_OF_TYPE = {UNKNOWN: A_UNKNOWN, UNUSED: A_UNUSED, NORMAL: A_NORMAL, CO
 A_CARVED = A_CONTROL | A_USER_DEFINED | A_UNKNOWN
 
 
+def _check_numbers(path: Path, key: str, value: Any, n: int) -> None:
+    """``value`` must be an array of at least ``n`` numbers (a damaged file may hold any type there)."""
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
+        raise VocabularyError(f"{path}: {key} is {type(value).__name__} {str(value)[:40]!r}, not an array of numbers")
+    if len(value) < n:
+        raise VocabularyError(f"{path}: {key} has {len(value)} entries for {n} tokens")
+
+
 def _attributes(path: Path, meta: dict[str, Any], n: int) -> list[int]:
     kinds = meta.get("tokenizer.ggml.token_type")
     if kinds is None:
         return [A_NORMAL] * n
-    if not isinstance(kinds, np.ndarray) or len(kinds) < n:
-        raise VocabularyError(f"{path}: tokenizer.ggml.token_type has {len(kinds)} entries for {n} tokens")
+    _check_numbers(path, "tokenizer.ggml.token_type", kinds, n)
     return [_ATTRIBUTE_OF_TYPE.get(int(k), 0) for k in kinds[:n]]
 
 
@@ -238,8 +245,7 @@ def _sentencepiece(path: Path, meta: dict, texts: list[str], attrs: list[int], l
     scores = meta.get("tokenizer.ggml.scores")
     if scores is None:
         raise VocabularyError(f"{path}: llama tokenizer without tokenizer.ggml.scores")
-    if len(scores) < len(texts):
-        raise VocabularyError(f"{path}: tokenizer.ggml.scores has {len(scores)} entries for {len(texts)} tokens")
+    _check_numbers(path, "tokenizer.ggml.scores", scores, len(texts))
     present = set(texts)
     for text, attr in zip(texts, attrs):
         if attr & (A_CARVED | A_BYTE) and any(text[:i] in present and text[i:] in present for i in range(1, len(text))):

@@ -97,6 +97,19 @@ def _model_options(path: Path, model: dict, token_text: str) -> dict:
     return options
 
 
+def _added_token_id(content: str, vocab_map: dict[str, int], assigned: dict[str, int]) -> int:
+    """The id ``tokenizers`` gives an added token when it reads a file (it ignores the written one):
+    the token's id in ``model.vocab`` or among the tokens added before it, else the vocabulary's size
+    (its number of entries) or one past the largest added id, whichever is larger."""
+    if content in assigned:
+        return assigned[content]
+    if content in vocab_map:
+        return vocab_map[content]
+    size = len(vocab_map)
+    top = max(assigned.values(), default=None)
+    return size if top is None or top < size else top + 1
+
+
 def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Vocabulary:
     """A ``"merges"`` Vocabulary, with its pipeline, from a BPE ``tokenizer.json``."""
     from ..pipeline.hf_pipeline import plain_form, validate_spec
@@ -107,9 +120,12 @@ def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Voca
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
         raise VocabularyError(f"{path}: model type {model_type!r} is not BPE; only BPE models can be loaded")
+    # the model sees byte-level characters only when a pre-tokenizer or normalizer maps the text to
+    # them; a ByteLevel decoder alone changes nothing before the model (tokenizers then drops the
+    # characters its vocabulary lacks, as in any character-level model)
     byte_level = any(leaf.get("type") == "ByteLevel" for node, key in (
-        (data.get("pre_tokenizer"), "pretokenizers"), (data.get("decoder"), "decoders"),
-        (data.get("normalizer"), "normalizers")) for leaf in _leaves(node, key))
+        (data.get("pre_tokenizer"), "pretokenizers"), (data.get("normalizer"), "normalizers"))
+        for leaf in _leaves(node, key))
     token_text = "byte_level" if byte_level else "utf-8"
     options = _model_options(path, model, token_text)
 
@@ -129,6 +145,7 @@ def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Voca
         raise VocabularyError(f"{path}: added_tokens is not a list")
     added: dict[int, str] = {}  # ids BPE must not produce: added-only ids and special model tokens
     added_specs = []
+    assigned: dict[str, int] = {}
     for entry in entries:
         if not isinstance(entry, dict):
             raise VocabularyError(f"{path}: added token {entry!r} is not an object")
@@ -137,6 +154,11 @@ def load_hf_tokenizer_json(path: str | Path, *, name: str | None = None) -> Voca
             raise VocabularyError(f"{path}: added token {entry!r} needs a 'content' string and a non-negative 'id'")
         if token_id in added and added[token_id] != content:
             raise VocabularyError(f"{path}: duplicate id {token_id} in added_tokens ({added[token_id]!r}, {content!r})")
+        expected = _added_token_id(content, vocab_map, assigned)
+        if token_id != expected:  # tokenizers ignores the written id: the file is damaged or hand-edited
+            raise VocabularyError(f"{path}: added token {content!r} says id {token_id}, but tokenizers gives it id"
+                                  f" {expected} (the id of that text in model.vocab, else the next free id); refused")
+        assigned[content] = token_id
         added_specs.append({k: entry[k] for k in ("content", "id", "special", "normalized", "lstrip", "rstrip",
                                                   "single_word") if k in entry})
         if entry.get("special", False) or by_id.get(token_id) is None:

@@ -253,6 +253,8 @@ def sentencepiece_vocabulary(
     unk_token = None
     owner: dict[bytes, int] = {}  # bytes -> id of the normal piece with those bytes
     for token_id, piece in enumerate(pieces):
+        if "\0" in piece.text:  # sentencepiece refuses such a piece, or loads a lone NUL and never matches it
+            raise VocabularyError(f"{where}: piece {token_id} {piece.text!r} contains a NUL character; refused")
         if piece.kind in (UNKNOWN, CONTROL):
             tokens[token_id] = piece.text.encode("utf-8")
             excluded.add(token_id)
@@ -310,6 +312,10 @@ def sentencepiece_vocabulary(
     # the leftmost of them, as SentencePiece does
     merged = [i for d, i in owner.items() if len(pieces[i].text) > 1]
     scores = np.array([pieces[i].score for i in merged], dtype=np.float64)
+    if np.isnan(scores).any():  # no order: SentencePiece's result then depends on its heap's layout
+        token_id = merged[int(np.flatnonzero(np.isnan(scores))[0])]
+        raise VocabularyError(f"{where}: piece {token_id} {pieces[token_id].text!r} has score NaN, which orders"
+                              " no merge; refused")
     distinct = np.unique(-scores)  # sorted: best (highest) score first
     priority[merged] = len(units) + np.searchsorted(distinct, -scores)
 

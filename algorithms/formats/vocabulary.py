@@ -34,6 +34,9 @@ MergeRule = Literal["ranks", "merges"]
 
 #: the largest id space a vocabulary may claim (16.7 M; real vocabularies have up to ~262 000 ids)
 MAX_IDS = 1 << 24
+#: the longest token accepted (16 KiB; real tokens are at most a few hundred bytes): deriving how BPE
+#: forms a token costs time quadratic in its length, so one giant token would stall every load
+MAX_TOKEN_BYTES = 1 << 14
 
 
 def check_id_space(name: str, n_tokens: int, n_ids: int) -> None:
@@ -112,6 +115,10 @@ class Vocabulary:
             )
         if self.rule == "merges" and self.merges is None:
             raise VocabularyError(f"{self.name}: a 'merges' vocabulary needs its merge list")
+        if self.tokens and max(map(len, self.tokens)) > MAX_TOKEN_BYTES:
+            longest = max(range(len(self.tokens)), key=lambda i: len(self.tokens[i]))
+            raise VocabularyError(f"{self.name}: token id {longest} is {len(self.tokens[longest]):,} bytes long;"
+                                  f" tokens longer than {MAX_TOKEN_BYTES:,} bytes are refused")
 
     # ---------------------------------------------------------------- constructors
     @classmethod

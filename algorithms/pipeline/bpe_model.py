@@ -17,7 +17,8 @@ Two ways through, with the same ids:
   vocabulary is assembled from its bytes by helper merges that run before every real
   one, see ``formats/char_units.py``), and the unknown characters between the runs
   are emitted here. No merge involves an unknown or byte-fallback token (the loader
-  checks), so the runs are independent;
+  checks), so the runs are independent; an unknown character that is dropped (no unknown
+  token, no byte fallback) does not end a run: HF removes it and its neighbours merge;
 * with a prefix or suffix, a token is no longer the concatenation of its parts'
   bytes (HF merges ``a`` + ``##b`` into ``ab``), so the characters' symbols are merged
   here, in Python, over the vocabulary's id-pair merge table.
@@ -115,30 +116,31 @@ class BPEModel:
             return self.encoder.encode(self._to_bytes(piece))
         out: list[int] = []
         pending_unk = 0  # unknown characters waiting to be emitted (HF adds the unk lazily)
-        run_start = None
+        run: list[str] = []  # known characters since the last emitted unknown
         encode = self.encoder.encode
-        for i, c in enumerate(piece):
+        for c in piece:
             if c in self.known:
                 if pending_unk:
                     out.extend(self._unk(pending_unk))
                     pending_unk = 0
-                if run_start is None:
-                    run_start = i
+                run.append(c)
                 continue
-            if run_start is not None:
-                out.extend(encode(self._to_bytes(piece[run_start:i])))
-                run_start = None
             fallback = self._unknown_ids(c)
+            if fallback is None and self.unk_id is None:
+                continue  # HF drops it from the word: its neighbours meet and may merge
+            if run:
+                out.extend(encode(self._to_bytes("".join(run))))
+                run = []
             if fallback is not None:
                 out.extend(fallback)  # HF adds them at once, before a pending unk
-            elif self.unk_id is not None:
+            else:
                 if pending_unk and not self.fuse_unk:
                     out.extend(self._unk(pending_unk))
                     pending_unk = 0
                 pending_unk += 1
-        if run_start is not None:
+        if run:
             # a pending unk is emitted before the known characters that follow it
-            out.extend(encode(self._to_bytes(piece[run_start:])))
+            out.extend(encode(self._to_bytes("".join(run))))
         if pending_unk:
             out.extend(self._unk(pending_unk))
         return out

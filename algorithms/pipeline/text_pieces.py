@@ -149,7 +149,9 @@ def compile_pattern(pattern: str, *, literal: bool = False) -> regex.Pattern:
     try:
         return regex.compile(source)
     except (regex.error, IndexError, ValueError) as exc:
-        raise BpebenchError(f"bad pattern {pattern!r}: {exc}") from None
+        raise BpebenchError(f"bad pattern {pattern[:80]!r}: {exc}") from None
+    except RecursionError:  # groups nested thousands deep: the regex parser recurses per level
+        raise BpebenchError(f"bad pattern {pattern[:80]!r}: nested too deeply") from None
 
 
 def find_matches(compiled: regex.Pattern, text: str) -> list[tuple[int, int, bool]]:
