@@ -34,6 +34,9 @@ TIKTOKEN_VOCABULARIES = ["cl100k_base", "o200k_base", "qwen"]
 #: CR/LF runs, marks, NBSP (\s but not " "), U+017F (folds to s), other symbols
 TRICKY = list("aZk ' \n\r\t\x0b19.,/!?-_\u00e9\u0301\u017f\u212a\u00a0\u3000\u6771\u4eac\u0663\U0001f44d")
 texts = st.text(alphabet=st.sampled_from(TRICKY) | st.characters(blacklist_categories=("Cs",)), max_size=40)
+#: ASCII text goes through the bit-parallel pre-tokenizer and the chunked loop (32 pieces at a time)
+ASCII_TRICKY = list("aZkSstTdDlLvVrReE ' \n\r\t\x0b19.,/!?-_(\x00")
+ascii_texts = st.text(alphabet=st.sampled_from(ASCII_TRICKY) | st.characters(max_codepoint=127), max_size=300)
 
 
 def fused(name: str) -> Tokenizer:
@@ -94,6 +97,17 @@ def test_generated_text_equals_naive_and_tiktoken(name, text):
         assert ids == tiktoken_peer(name).encode_ordinary(text)
 
 
+@pytest.mark.parametrize("name", TIKTOKEN_VOCABULARIES)
+@settings(deadline=None)
+@given(text=ascii_texts)
+@example(text="x" * 70 + "'s " + " " * 70 + "\n" * 3 + "./\n/y" + "1" * 7)
+@example(text="supercalifragilistic antidisestablishmentarianism aa ab")  # longer than the 16-byte tables
+def test_ascii_text_equals_naive_and_tiktoken(name, text):
+    ids = fused(name).encode_ordinary(text)
+    assert ids == reference(name).encode_ordinary(text)
+    assert ids == tiktoken_peer(name).encode_ordinary(text)
+
+
 def _assigned_after_unicode_14(text: str) -> bool:
     """True if ``text`` has a character the ``regex`` module (Unicode 17, our reference)
     knows but Python 3.11's ``unicodedata`` (Unicode 14) does not. tiktoken's Rust regex
@@ -106,7 +120,7 @@ _UNASSIGNED = regex.compile(r"\p{Cn}")
 
 
 @settings(deadline=None)
-@given(batch=st.lists(texts, max_size=8))
+@given(batch=st.lists(texts | ascii_texts, max_size=8))
 def test_batch_equals_one_text_at_a_time(batch):
     tok = fused("cl100k_base")
     assert tok.encode_ordinary_batch(batch) == [tok.encode_ordinary(t) for t in batch]
@@ -274,12 +288,12 @@ def test_runs_without_jit():
 
     if cache_dir() is None:
         pytest.skip("BPEBENCH_VOCAB_CACHE=off: without jit the subprocess would build cl100k in plain Python")
-    text = "Hello wörld, it's 2024!\n\n  東京 👍🏽"
-    expected = fused("cl100k_base").encode_ordinary(text)
+    texts = ["Hello wörld, it's 2024!\n\n  東京 👍🏽", "Hello world, it's 2024!\n\n  " + "x" * 40 + " ab" * 30]
+    expected = [fused("cl100k_base").encode_ordinary(text) for text in texts]
     script = (
         "import sys; from bpebench.algorithms.formats import load_vocabulary; from bpebench.algorithms.pipeline.tokenizer import Tokenizer;"
         "tok = Tokenizer(load_vocabulary('cl100k_base')); assert tok.fused;"
-        f"print(tok.encode_ordinary({text!r}))"
+        f"print([tok.encode_ordinary(t) for t in {texts!r}])"
     )
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,

@@ -35,10 +35,12 @@ import sys
 import threading
 from typing import Callable
 
-__all__ = ["njit", "on_materialise", "materialise", "materialised", "LazyDispatcher"]
+__all__ = ["njit", "intrinsic", "on_materialise", "materialise", "materialised", "LazyDispatcher",
+           "LazyIntrinsic"]
 
 _lock = threading.RLock()
 _pending: list["LazyDispatcher"] = []
+_pending_intrinsics: list["LazyIntrinsic"] = []
 _hooks: list[Callable[[], None]] = []
 _numba_njit = None  # numba.njit once materialised
 
@@ -78,6 +80,48 @@ class LazyDispatcher:
     def __repr__(self) -> str:
         state = "pending" if self._lazy_dispatcher is None else repr(self._lazy_dispatcher)
         return f"<lazy njit {self.__module__}.{self.__qualname__}: {state}>"
+
+
+class LazyIntrinsic:
+    """Stands for ``numba.extending.intrinsic(definition)`` until numba is needed; called from plain
+    Python (never compiled, or ``NUMBA_DISABLE_JIT=1``) it runs ``python_impl``, which must compute
+    what the generated code computes."""
+
+    def __init__(self, definition, python_impl) -> None:
+        functools.update_wrapper(self, python_impl)
+        self._lazy_definition = definition
+        self._lazy_python_impl = python_impl
+
+    def __call__(self, *args):
+        return self._lazy_python_impl(*args)
+
+    def _lazy_make(self, numba):
+        if numba.config.DISABLE_JIT:
+            return self._lazy_python_impl
+        from numba.extending import intrinsic as make_intrinsic
+
+        return make_intrinsic(self._lazy_definition)
+
+
+def intrinsic(python_impl):
+    """Declare a numba intrinsic (LLVM IR written by hand) with its plain-Python meaning:
+
+        @intrinsic(python_version)
+        def name(typingctx, *argument_types): ...   # numba.extending.intrinsic's signature
+
+    Like :func:`njit`, numba is imported only when compiled code is first needed."""
+
+    def declare(definition):
+        with _lock:
+            if _numba_njit is not None:
+                import numba
+
+                return LazyIntrinsic(definition, python_impl)._lazy_make(numba)
+            proxy = LazyIntrinsic(definition, python_impl)
+            _pending_intrinsics.append(proxy)
+            return proxy
+
+    return declare
 
 
 def _by_name(module: str, qualname: str):
@@ -223,6 +267,9 @@ def on_materialise(hook: Callable[[], None]) -> None:
     hook()
 
 
+_PROXY_TYPES = (LazyDispatcher, LazyIntrinsic)
+
+
 def materialise() -> None:
     """Import numba, make every recorded function's dispatcher and rebind module globals to them."""
     global _numba_njit
@@ -237,19 +284,22 @@ def materialise() -> None:
             func = proxy._lazy_py_func
             proxy._lazy_dispatcher = _stamped(numba.njit(**options)(func) if options else numba.njit(func))
         real = {id(p): p._lazy_dispatcher for p in proxies}
+        # intrinsics first in every namespace: the dispatchers compile later and type their globals then
+        real.update((id(p), p._lazy_make(numba)) for p in _pending_intrinsics)
         for module in list(sys.modules.values()):
             namespace = getattr(module, "__dict__", None)
             if not isinstance(namespace, dict):
                 continue
             try:
-                found = [(k, v) for k, v in namespace.items() if type(v) is LazyDispatcher]
+                found = [(k, v) for k, v in namespace.items() if type(v) in _PROXY_TYPES]
             except RuntimeError:  # the dict changed size (another thread importing): retry once
-                found = [(k, v) for k, v in list(namespace.items()) if type(v) is LazyDispatcher]
+                found = [(k, v) for k, v in list(namespace.items()) if type(v) in _PROXY_TYPES]
             for name, proxy in found:
                 target = real.get(id(proxy))
                 if target is not None:
                     namespace[name] = target
         _pending.clear()
+        _pending_intrinsics.clear()
         _numba_njit = numba.njit
         hooks = list(_hooks)
         _hooks.clear()

@@ -205,8 +205,14 @@ def short_token(short_tokens, data, start, end):
     a row per byte."""
     length = end - start
     key = _pack(data, start, end)
+    return short_token_at(short_tokens, key, length, _slot(key, np.uint64(0), length, short_tokens.shape[0] - 1))
+
+
+@njit(cache=True, inline="always")
+def short_token_at(short_tokens, key, length, slot):
+    """``short_token`` for the piece packed as ``key`` (``length`` bytes) whose probe starts at
+    ``slot`` (``_slot(key, 0, length, mask)``: computed ahead, so the row can be prefetched)."""
     mask = short_tokens.shape[0] - 1
-    slot = _slot(key, np.uint64(0), length, mask)
     while True:
         value = short_tokens[slot, 1]
         if value < 0:
@@ -222,8 +228,13 @@ def medium_token(medium_tokens, data, start, end):
     length = end - start
     low = _pack(data, start, start + 8)
     high = _pack(data, start + 8, end)
+    return medium_token_at(medium_tokens, low, high, length, _slot(low, high, length, medium_tokens.shape[0] - 1))
+
+
+@njit(cache=True, inline="always")
+def medium_token_at(medium_tokens, low, high, length, slot):
+    """``medium_token`` for the piece packed as ``low`` and ``high``, probed from ``slot``."""
     mask = medium_tokens.shape[0] - 1
-    slot = _slot(low, high, length, mask)
     while True:
         value = medium_tokens[slot, 2]
         if value < 0:
@@ -232,6 +243,12 @@ def medium_token(medium_tokens, data, start, end):
                 and (value >> 32) == length):
             return value & 0xFFFFFFFF
         slot = (slot + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def token_slot(low, high, length, mask):
+    """Where the probe of the short (``high`` = 0) or medium table for a packed piece starts."""
+    return _slot(low, high, length, mask)
 
 
 @njit(cache=True)

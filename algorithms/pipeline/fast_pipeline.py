@@ -135,8 +135,11 @@ from ..backtracking import backtrack_piece
 from ..heap import heap_piece
 from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
+from ..kernels.bits import cttz, load_u64, prefetch
+from .pretokenize_ascii import ascii_bitmaps, piece_starts
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
-from ..kernels.short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, merge_short_piece, short_token
+from ..kernels.short_piece import (MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, medium_token_at,
+                                   merge_short_piece, short_token, short_token_at, token_slot)
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -334,10 +337,63 @@ def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of
     return backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
 
 
+@njit(cache=True, inline="always")
+def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
+                    data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache):
+    """Append the ids of a piece that is not one token; returns (new n_out, 1 if the piece cache was
+    looked up, 1 if it held the piece)."""
+    length = piece_end - piece_start
+    cache_slots = cache.shape[0] - 1
+    if cache_slots > 0 and length <= CACHE_MAX_BYTES:
+        # natural text repeats such pieces across documents as well as within one, and a repeat
+        # costs one probe and a copy instead of BPE
+        w0, w1, w2 = _cache_key(data, piece_start, piece_end)
+        cache_slot = _cache_slot(w0, w1, w2, length, cache_slots - 1)
+        count = _cache_get(cache, cache_slot, w0, w1, w2, length, out, n_out)
+        if count >= 0:
+            return n_out + count, 1, 1
+        first = n_out
+        n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+                           short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
+        if n_out - first <= CACHE_MAX_IDS:
+            _cache_put(cache, cache_slot, w0, w1, w2, length, out, first, n_out - first)
+        return n_out, 1, 0
+    if length > _MEMO_MAX_PIECE:
+        # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
+        return _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+                          short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out), 0, 0
+    # without the piece cache (or longer than its keys): the call's memo, which points at the
+    # piece's earlier bytes and ids in ``data`` and ``out``
+    key = np.int64(fnv1a(data, piece_start, piece_end))
+    slot = (key ^ (key >> 29)) & (memo.shape[0] - 1)
+    seen_at, count = _memo_find(memo, slot, key, data, piece_start, piece_end)
+    if seen_at >= 0:
+        for i in range(count):
+            out[n_out + i] = out[seen_at + i]
+        return n_out + count, 0, 0
+    first = n_out
+    n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+                       short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
+    memo[slot, 0] = key
+    memo[slot, 1] = piece_start
+    memo[slot, 2] = first
+    memo[slot, 3] = (np.int64(length) << 32) | (n_out - first)
+    return n_out, 0, 0
+
+
+@njit(cache=True, inline="always")
+def _count_cache_use(cache, lookups, hits):
+    cache_slots = cache.shape[0] - 1
+    if cache_slots > 0:
+        cache[cache_slots, CACHE_HITS] += hits
+        cache[cache_slots, CACHE_MISSES] += lookups - hits
+        cache[cache_slots, CACHE_LOOKUPS] += lookups
+
+
 @njit(cache=True, _nrt=False)
 def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ranks, heap, out, n_out, cache):
-    """Append the ids of every piece of ``data[start:end]``. The pieces come from the compiled
-    pre-tokenizer over ``cls`` (the class words of those whole characters), or, when
+    """Append the ids of every piece of ``data[start:end]``. The pieces come from the general
+    compiled pre-tokenizer over ``cls`` (the class words of those whole characters), or, when
     ``piece_ends`` is not empty, they end at ``start + piece_ends[i]`` (a split made
     elsewhere, e.g. by ``regex`` for a pattern with no compiled pre-tokenizer).
     ``parts`` and ``ranks`` are the merge loop's scratch (``short_limit`` slots), ``heap`` the
@@ -362,9 +418,6 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
     whole_piece = plan.whole_piece
     pattern_id = plan.pattern_id
     short_limit = plan.short_limit
-    memo_mask = memo.shape[0] - 1
-    cache_slots = cache.shape[0] - 1
-    cache_mask = cache_slots - 1
     hits = 0
     lookups = 0
     char = 0
@@ -380,7 +433,6 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
             if char >= n_chars:
                 break
             piece_end, char = _next_piece(cls, char, piece_start, pattern_id, ascii_only)
-        length = piece_end - piece_start
         token = -1
         if whole_piece:
             token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
@@ -389,52 +441,132 @@ def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ran
         if token >= 0:
             out[n_out] = token
             n_out += 1
-        elif cache_slots > 0 and length <= CACHE_MAX_BYTES:
-            # a piece of several tokens: natural text repeats them across documents as well as
-            # within one, and a repeat costs one probe and a copy instead of BPE
-            w0, w1, w2 = _cache_key(data, piece_start, piece_end)
-            cache_slot = _cache_slot(w0, w1, w2, length, cache_mask)
-            lookups += 1
-            count = _cache_get(cache, cache_slot, w0, w1, w2, length, out, n_out)
-            if count >= 0:
-                hits += 1
-                n_out += count
-            else:
-                first = n_out
-                n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank,
-                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, heap,
-                                   out, n_out)
-                if n_out - first <= CACHE_MAX_IDS:
-                    _cache_put(cache, cache_slot, w0, w1, w2, length, out, first, n_out - first)
-        elif length > _MEMO_MAX_PIECE:
-            # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
-            n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
-                               short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
         else:
-            # without the piece cache (or longer than its keys): the call's memo, which points
-            # at the piece's earlier bytes and ids in ``data`` and ``out``
-            key = np.int64(fnv1a(data, piece_start, piece_end))
-            slot = (key ^ (key >> 29)) & memo_mask
-            seen_at, count = _memo_find(memo, slot, key, data, piece_start, piece_end)
-            if seen_at >= 0:
-                for i in range(count):
-                    out[n_out + i] = out[seen_at + i]
-                n_out += count
-            else:
-                first = n_out
-                n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank,
-                                   token_offset, short_limit, data, piece_start, piece_end, dead, parts, ranks, heap,
-                                   out, n_out)
-                memo[slot, 0] = key
-                memo[slot, 1] = piece_start
-                memo[slot, 2] = first
-                memo[slot, 3] = (np.int64(length) << 32) | (n_out - first)
+            n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
+                                                    token_of_rank, token_offset, short_limit, data, piece_start,
+                                                    piece_end, dead, memo, parts, ranks, heap, out, n_out, cache)
+            lookups += looked_up
+            hits += hit
         piece_start = piece_end
-    if cache_slots > 0:
-        cache[cache_slots, CACHE_HITS] += hits
-        cache[cache_slots, CACHE_MISSES] += lookups - hits
-        cache[cache_slots, CACHE_LOOKUPS] += lookups
+    _count_cache_use(cache, lookups, hits)
     return n_out
+
+
+#: pieces of an ASCII text whose whole-token probes are computed, and their table rows
+#: prefetched, before the first of them is read
+CHUNK = 32
+_ALL_BITS = ~np.uint64(0)
+
+
+@njit(cache=True, inline="always")
+def _low_bytes(word, count):
+    """The first ``count`` (1 to 8) bytes of a packed word."""
+    return word & (_ALL_BITS >> np.uint64(64 - 8 * count))
+
+
+@njit(cache=True, _nrt=False)
+def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
+                  chunk_keys):
+    """``_encode_text`` for an ASCII text whose pieces start at the set bits of ``starts`` (the
+    bit-parallel pre-tokenizer), ``CHUNK`` pieces at a time: first every piece's end, packed
+    bytes and whole-token probe slot, with a prefetch of that row (one random read of a table of
+    megabytes per piece, which the previous pieces' work now hides); then the probes and BPE.
+    ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 2]) are the scratch."""
+    matcher = plan.matcher
+    forward, two_byte_start = matcher.forward, matcher.two_byte_start
+    short_tokens = plan.short_tokens
+    medium_tokens = plan.medium_tokens
+    bytes_slots, token_bytes, token_start = plan.bytes_slots, plan.token_bytes, plan.token_start
+    byte_token, byte_pair_rank, token_of_rank = plan.byte_token, plan.byte_pair_rank, plan.token_of_rank
+    token_offset = plan.token_offset
+    pairs, pair_filter = matcher.pairs, matcher.pair_filter
+    whole_piece = plan.whole_piece
+    short_limit = plan.short_limit
+    short_mask = short_tokens.shape[0] - 1
+    medium_mask = medium_tokens.shape[0] - 1
+    loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
+    n_words = starts.shape[0]
+    word = starts[0] & ~np.uint64(1)  # position 0 starts the first piece
+    word_index = 0
+    hits = 0
+    lookups = 0
+    piece_start = start
+    while piece_start < end:
+        m = 0
+        s = piece_start
+        while m < CHUNK and s < end:
+            while word == 0 and word_index + 1 < n_words:
+                word_index += 1
+                word = starts[word_index]
+            if word == 0:
+                e = end
+            else:
+                e = start + (word_index << 6) + cttz(word)
+                word &= word - np.uint64(1)
+            length = e - s
+            chunk_ints[m, 0] = e
+            if length <= MEDIUM_TOKEN_BYTES and not whole_piece:
+                if s <= loads_end:
+                    low = load_u64(data, s)
+                    high = load_u64(data, s + 8)
+                else:
+                    low = _pack_word(data, s, min(e, s + 8))
+                    high = _pack_word(data, s + 8, e)
+                if length <= SHORT_TOKEN_BYTES:
+                    low = _low_bytes(low, length)
+                    high = np.uint64(0)
+                    slot = token_slot(low, high, length, short_mask)
+                    prefetch(short_tokens, slot * 2)
+                else:
+                    high = _low_bytes(high, length - 8)
+                    slot = token_slot(low, high, length, medium_mask)
+                    prefetch(medium_tokens, slot * 3)
+                chunk_keys[m, 0] = low
+                chunk_keys[m, 1] = high
+                chunk_ints[m, 1] = slot
+            s = e
+            m += 1
+        for i in range(m):
+            piece_end = chunk_ints[i, 0]
+            length = piece_end - piece_start
+            if whole_piece:
+                token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
+            elif length <= SHORT_TOKEN_BYTES:
+                token = short_token_at(short_tokens, chunk_keys[i, 0], length, chunk_ints[i, 1])
+            elif length <= MEDIUM_TOKEN_BYTES:
+                token = medium_token_at(medium_tokens, chunk_keys[i, 0], chunk_keys[i, 1], length, chunk_ints[i, 1])
+            else:
+                token = spelled_token(forward, two_byte_start, data, piece_start, piece_end)
+            if token >= 0:
+                out[n_out] = token
+                n_out += 1
+            else:
+                n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
+                                                        token_of_rank, token_offset, short_limit, data, piece_start,
+                                                        piece_end, dead, memo, parts, ranks, heap, out, n_out, cache)
+                lookups += looked_up
+                hits += hit
+            piece_start = piece_end
+    _count_cache_use(cache, lookups, hits)
+    return n_out
+
+
+@njit(cache=True, inline="always")
+def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys):
+    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer if it is ASCII, else the general one."""
+    bitmaps, ascii_only = ascii_bitmaps(data, start, end)
+    if ascii_only:
+        starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id)
+        return _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap, out, n_out, cache,
+                             chunk_ints, chunk_keys)
+    cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
+    return _encode_text(plan, data, start, end, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, heap, out, n_out,
+                        cache)
+
+
+@njit(cache=True)
+def _chunk_scratch():
+    return np.empty((CHUNK, 2), dtype=np.int64), np.empty((CHUNK, 2), dtype=np.uint64)
 
 
 @njit(cache=True)
@@ -449,10 +581,10 @@ def encode_utf8(plan, data, out, cache):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
     the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
-    cls = utf8_class_words(data, plan.stage1, plan.stage2)
     parts, ranks = _merge_scratch(plan)
-    return _encode_text(plan, data, 0, data.shape[0], cls, _NO_PIECE_ENDS, dead, _new_memo(data.shape[0]), parts,
-                        ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache)
+    chunk_ints, chunk_keys = _chunk_scratch()
+    return _encode_span(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks,
+                        _heap_scratch(plan, data.shape[0]), out, 0, cache, chunk_ints, chunk_keys)
 
 
 #: ``piece_ends`` of ``_encode_text`` when the compiled pre-tokenizer finds the pieces
@@ -480,13 +612,12 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
     parts, ranks = _merge_scratch(plan)
     heap = _heap_scratch(plan, data.shape[0])
+    chunk_ints, chunk_keys = _chunk_scratch()
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
-        start, end = text_offsets[i], text_offsets[i + 1]
-        cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-        n_out = _encode_text(plan, data, start, end, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, heap, out, n_out,
-                             cache)
+        n_out = _encode_span(plan, data, text_offsets[i], text_offsets[i + 1], dead, memo, parts, ranks, heap, out,
+                             n_out, cache, chunk_ints, chunk_keys)
         out_offsets[i + 1] = n_out
     return n_out
 

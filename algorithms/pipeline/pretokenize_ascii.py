@@ -1,0 +1,393 @@
+"""Bit-parallel pre-tokenizer for ASCII text: where pieces start, 64 characters per step. Exact.
+
+The general compiled pre-tokenizer (:mod:`bpebench.algorithms.pipeline.pretokenize_compiled`)
+decodes UTF-8 into class words and runs a small state machine per piece: a data-dependent
+branch or two per piece, which the CPU mispredicts often (natural text alternates words,
+spaces and punctuation irregularly). Ending its runs with bit scans instead of loops saved
+little (2026-11-27: o200k prose 4.5 -> 3.7 ms per MB, code unchanged), so here every rule of
+the five patterns is rewritten as bitwise algebra over whole 64-bit words, and no branch
+depends on the text except at apostrophes:
+
+1. :func:`ascii_bitmaps` classifies the text 64 bytes per step with vector compares
+   (:func:`bpebench.algorithms.kernels.bits.ascii_masks`): one row of eight uint64 bitmaps per
+   64 bytes (:data:`BITMAPS`), and whether every byte is ASCII;
+2. a backward pass marks the whitespace that no ``[\\r\\n]`` follows within its run;
+3. :func:`piece_starts` computes, word by word, the bitmap of positions where a piece starts
+   (carries between words: the run of ``[\\r\\n/]`` that a punctuation run absorbs, the
+   three-digit groups, and the one-bit neighbours); contractions are then applied at each
+   apostrophe (rare), and ``\\s++$`` (cl100k) at the end of the text;
+4. the caller walks the set bits (:func:`bits.cttz`): piece ``i`` is ``[start_i, start_{i+1})``.
+
+Piece starts, o200k (``[^\\r\\n\\p{L}\\p{N}]?[UP]*[LO]+C? | ... | \\p{N}{1,3} | ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*
+| \\s*[\\r\\n]+ | \\s+(?!\\S) | \\s+``), with ``P`` = punctuation ``[^\\s\\p{L}\\p{N}]``, ``S`` = ``\\s``,
+``R`` = ``[\\r\\n]``, ``NR`` = ``S`` and not ``R``, ``prev(X)`` / ``next(X)`` = the character before / after is
+in ``X``:
+
+* a punctuation run absorbs the ``[\\r\\n/]`` run that follows it when that starts with ``R``
+  (``ABS``, one carry-propagating addition); the first character after it starts a piece;
+* a punctuation piece starts where a punctuation run starts (not absorbed), unless a space
+  ``' '`` precedes it, which then starts the piece (`` ?P+``);
+* a letter run starts a piece at its first letter, or one character earlier when that
+  character is ``NR`` or starts a punctuation piece (the optional prefix); in o200k an
+  upper-case letter after a lower-case one starts a new piece (``[UP]*[LO]+``);
+* digit runs start a piece every three digits (qwen2: every digit; gpt2: once);
+* in a whitespace run: its first character not absorbed; the character after its last ``R``
+  when the rest of the run is ``NR`` (``\\s*[\\r\\n]+``); its last character when it is ``NR`` and
+  the text goes on (``\\s+(?!\\S)`` leaves it to the next piece);
+* contractions (o200k: ``'s`` ... after a word; cl100k, llama3, qwen2, gpt2: a piece of their
+  own where an apostrophe starts a piece) move the starts around the apostrophe.
+
+gpt2 (`` ?\\p{L}++| ?\\p{N}++| ?P++|\\s++$|\\s+(?!\\S)|\\s``) has a space as its only prefix and no
+``[\\r\\n]`` rules. Exact: the same pieces as ``regex.findall`` with the five patterns on ASCII text
+(hypothesis, every ASCII character, and the benchmark corpora); non-ASCII text goes to the
+general pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe.
+
+numba API::
+
+    ascii_bitmaps(data, start, end) -> (bitmaps uint64[(end - start) // 64 + 2, 8], all ASCII?)
+    piece_starts(data, start, n, bitmaps, pattern_id) -> uint64[(n + 63) // 64 + 1] start bitmap
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels.bits import (MASK_APOS, MASK_BLANK, MASK_CRLF, MASK_DIGIT, MASK_LOWER, MASK_NON_ASCII, MASK_SLASH,
+                            MASK_SPACE, MASK_UPPER, ascii_masks, ctlz, cttz)
+from ..kernels.jit import njit
+from .pretokenize_compiled import CL100K, GPT2, O200K, QWEN2
+
+#: the columns of a bitmap row (``space`` = ``\s``, ``blank`` = exactly ``' '``)
+BITMAPS = ("upper", "lower", "digit", "space", "crlf", "slash", "blank", "apostrophe")
+B_UPPER, B_LOWER, B_DIGIT, B_SPACE, B_CRLF, B_SLASH, B_BLANK, B_APOS = range(8)
+_ROW = len(BITMAPS)
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_ALL = ~np.uint64(0)
+_TOP = np.uint64(63)
+
+
+@njit(cache=True)
+def ascii_bitmaps(data, start, end):
+    """Class bitmaps of ``data[start:end]``: row ``k`` covers bytes ``start + 64k ..``, columns
+    :data:`BITMAPS`; bits past the end are 0 and two zero rows follow. Also whether every byte is
+    ASCII (if not, the bitmaps are not complete: use the general pre-tokenizer)."""
+    n = end - start
+    bitmaps = np.zeros(((n >> 6) + 2, _ROW), dtype=np.uint64)
+    non_ascii = _ZERO
+    k = 0
+    i = start
+    while i + 64 <= end:
+        masks = ascii_masks(data, i)
+        if masks[MASK_NON_ASCII] != 0:
+            return bitmaps, False
+        bitmaps[k, B_UPPER] = masks[MASK_UPPER]
+        bitmaps[k, B_LOWER] = masks[MASK_LOWER]
+        bitmaps[k, B_DIGIT] = masks[MASK_DIGIT]
+        bitmaps[k, B_SPACE] = masks[MASK_SPACE]
+        bitmaps[k, B_CRLF] = masks[MASK_CRLF]
+        bitmaps[k, B_SLASH] = masks[MASK_SLASH]
+        bitmaps[k, B_BLANK] = masks[MASK_BLANK]
+        bitmaps[k, B_APOS] = masks[MASK_APOS]
+        i += 64
+        k += 1
+    for j in range(end - i):  # the last, partial row
+        b = data[i + j]
+        bit = _ONE << np.uint64(j)
+        if b >= 128:
+            non_ascii |= bit
+        elif 65 <= b <= 90:
+            bitmaps[k, B_UPPER] |= bit
+        elif 97 <= b <= 122:
+            bitmaps[k, B_LOWER] |= bit
+        elif 48 <= b <= 57:
+            bitmaps[k, B_DIGIT] |= bit
+        elif 9 <= b <= 13 or b == 32:
+            bitmaps[k, B_SPACE] |= bit
+            if b == 10 or b == 13:
+                bitmaps[k, B_CRLF] |= bit
+            if b == 32:
+                bitmaps[k, B_BLANK] |= bit
+        elif b == 47:
+            bitmaps[k, B_SLASH] |= bit
+        elif b == 39:
+            bitmaps[k, B_APOS] |= bit
+    return bitmaps, non_ascii == 0
+
+
+# ----------------------------------------------------------------------------- word algebra
+@njit(cache=True, inline="always")
+def _prev(x, before):
+    """Bit i set when position i - 1 is in ``x`` (``before``: the previous word of the same bitmap)."""
+    return (x << _ONE) | (before >> _TOP)
+
+
+@njit(cache=True, inline="always")
+def _next(x, after):
+    """Bit i set when position i + 1 is in ``x`` (``after``: the next word of the same bitmap)."""
+    return (x >> _ONE) | (after << _TOP)
+
+
+@njit(cache=True, inline="always")
+def _fill_left(seeds, mask):
+    """Positions of ``mask`` from which a run of ``mask`` reaches a seed at or after them (seeds lie
+    in ``mask``): six doubling steps, no loop over the bits."""
+    filled = seeds
+    run = mask
+    filled |= (filled >> np.uint64(1)) & run
+    run &= run >> np.uint64(1)
+    filled |= (filled >> np.uint64(2)) & run
+    run &= run >> np.uint64(2)
+    filled |= (filled >> np.uint64(4)) & run
+    run &= run >> np.uint64(4)
+    filled |= (filled >> np.uint64(8)) & run
+    run &= run >> np.uint64(8)
+    filled |= (filled >> np.uint64(16)) & run
+    run &= run >> np.uint64(16)
+    filled |= (filled >> np.uint64(32)) & run
+    return filled
+
+
+@njit(cache=True, inline="always")
+def _valid(n, k):
+    """The positions of word ``k`` inside a text of ``n`` characters."""
+    left = n - (k << 6)
+    if left >= 64:
+        return _ALL
+    if left <= 0:
+        return _ZERO
+    return (_ONE << np.uint64(left)) - _ONE
+
+
+@njit(cache=True)
+def _final_whitespace(bitmaps, words):
+    r"""Per word: the ``NR`` whitespace (``\s`` but not ``\r``/``\n``) from which the rest of its run holds
+    no ``[\r\n]`` (where ``\s*[\r\n]+`` leaves a final piece). A backward pass: the run's end decides."""
+    final = np.zeros(words + 1, dtype=np.uint64)
+    later = _ZERO  # the next word's result
+    for k in range(words - 1, -1, -1):
+        space = bitmaps[k, B_SPACE]
+        plain = space & ~bitmaps[k, B_CRLF]
+        seeds = plain & ~_next(space, bitmaps[k + 1, B_SPACE])  # the text goes on with no whitespace
+        seeds |= plain & (later << _TOP)  # the run goes on into the next word and is final there
+        later = _fill_left(seeds, plain)
+        final[k] = later
+    return final
+
+
+@njit(cache=True)
+def piece_starts(data, start, n, bitmaps, pattern_id):
+    """The bitmap of positions (relative to ``start``) where a piece of the ASCII text
+    ``data[start:start+n]`` starts, for ``pattern_id``: one uint64 per 64 positions and a zero word
+    after them. Position 0 is always set (for n > 0)."""
+    words = (n + 63) >> 6
+    starts = np.zeros(words + 1, dtype=np.uint64)
+    if n == 0:
+        return starts
+    if pattern_id == GPT2:
+        _starts_gpt2(bitmaps, n, words, starts)
+    else:
+        final = _final_whitespace(bitmaps, words)
+        _starts_main(bitmaps, n, words, final, pattern_id, starts)
+        if pattern_id == CL100K:
+            _whitespace_to_end(bitmaps, n, starts)
+    _contractions(data, start, n, bitmaps, pattern_id, starts)
+    return starts
+
+
+@njit(cache=True, _nrt=False)
+def _starts_main(bitmaps, n, words, final, pattern_id, starts):
+    """o200k, cl100k, llama3, qwen2 (see the module docstring)."""
+    o200k = pattern_id == O200K
+    groups = 1 if pattern_id == QWEN2 else 3
+    before_letter = before_lower = before_other = before_digit = _ZERO
+    before_open = before_crlf = before_blank = before_prefix = _ZERO
+    absorbing = _ZERO  # 1: the absorbed run of the previous word goes on at bit 0
+    pending = -1  # where the next group of digits starts in this word, if a digit run goes on
+    for k in range(words):
+        upper = bitmaps[k, B_UPPER]
+        lower = bitmaps[k, B_LOWER]
+        digit = bitmaps[k, B_DIGIT]
+        space = bitmaps[k, B_SPACE]
+        crlf = bitmaps[k, B_CRLF]
+        blank = bitmaps[k, B_BLANK]
+        valid = _valid(n, k)
+        letter = upper | lower
+        other = valid & ~(letter | digit | space)
+        plain = space & ~crlf
+        # a punctuation run absorbs the [\r\n/]* ([\r\n]*) run after it when that starts with \r or \n
+        tail = (crlf | bitmaps[k, B_SLASH]) if o200k else crlf
+        seeds = (crlf & _prev(other, before_other)) | absorbing
+        total = tail + seeds
+        absorbing = _ONE if total < tail else _ZERO
+        absorbed = ((total ^ tail) & tail) | (seeds & tail)
+        after_absorbed = (total ^ tail) & ~tail & valid
+        # punctuation pieces: where a run starts or an absorbed run ends, unless ' ' comes first
+        punct = ((other & ~_prev(other, before_other) & ~absorbed) | (after_absorbed & other)) \
+            & ~_prev(blank, before_blank)
+        # a letter run takes the character before it as a prefix when that starts a piece
+        next_letter = (bitmaps[k + 1, B_UPPER] | bitmaps[k + 1, B_LOWER])
+        prefix = (plain | punct) & _next(letter, next_letter)
+        words_ = letter & ~_prev(letter, before_letter)
+        if o200k:
+            words_ |= upper & _prev(lower, before_lower)
+        words_ = (words_ & ~_prev(prefix, before_prefix)) | prefix
+        # digits in groups of three (qwen2: one) from the start of their run
+        first_digit = digit & ~_prev(digit, before_digit)
+        group = first_digit
+        if pending >= 0 and (digit & _ONE) != 0:
+            need = (_ONE << np.uint64(pending + 1)) - _ONE
+            if (digit & need) == need:
+                group |= _ONE << np.uint64(pending)
+        if groups == 1:
+            group = digit
+        else:
+            full = digit & (digit << np.uint64(1)) & (digit << np.uint64(2))
+            more = group
+            while more != 0:
+                more = (more << np.uint64(3)) & full
+                group |= more
+            pending = -1
+            if (digit >> _TOP) != 0:
+                pending = (63 - ctlz(group) + 2) % 3
+        # whitespace: the first character not absorbed, the one after the last \r\n when only
+        # NR follows in the run, and the last NR character when the text goes on
+        open_space = space & ~absorbed
+        next_valid = _valid(n, k + 1) & _ONE
+        after_run = _next(valid & ~space, next_valid & ~bitmaps[k + 1, B_SPACE])
+        spaces = (open_space & ~_prev(open_space, before_open)) | (plain & _prev(crlf, before_crlf) & final[k]) \
+            | (plain & after_run)
+        starts[k] = (words_ | group | punct | spaces) & valid
+        before_letter, before_lower, before_other, before_digit = letter, lower, other, digit
+        before_open, before_crlf, before_blank, before_prefix = open_space, crlf, blank, prefix
+
+
+@njit(cache=True, _nrt=False)
+def _starts_gpt2(bitmaps, n, words, starts):
+    r"""gpt2: `` ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s`` (contractions apart)."""
+    before_letter = before_digit = before_other = before_space = before_blank = _ZERO
+    for k in range(words):
+        letter = bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER]
+        digit = bitmaps[k, B_DIGIT]
+        space = bitmaps[k, B_SPACE]
+        blank = bitmaps[k, B_BLANK]
+        valid = _valid(n, k)
+        other = valid & ~(letter | digit | space)
+        runs = (letter & ~_prev(letter, before_letter)) | (digit & ~_prev(digit, before_digit)) \
+            | (other & ~_prev(other, before_other))
+        next_valid = _valid(n, k + 1) & _ONE
+        after_run = _next(valid & ~space, next_valid & ~bitmaps[k + 1, B_SPACE])
+        spaces = (space & ~_prev(space, before_space)) | (space & after_run)
+        starts[k] = ((runs & ~_prev(blank, before_blank)) | spaces) & valid
+        before_letter, before_digit, before_other, before_space, before_blank = letter, digit, other, space, blank
+
+
+@njit(cache=True, inline="always")
+def _bit(words, p):
+    return (words[p >> 6] >> np.uint64(p & 63)) & _ONE
+
+
+@njit(cache=True, inline="always")
+def _set(words, p):
+    words[p >> 6] |= _ONE << np.uint64(p & 63)
+
+
+@njit(cache=True, inline="always")
+def _clear(words, p):
+    words[p >> 6] &= ~(_ONE << np.uint64(p & 63))
+
+
+@njit(cache=True, _nrt=False)
+def _whitespace_to_end(bitmaps, n, starts):
+    r"""cl100k's ``\s++$``: whitespace that runs to the end of the text is one piece from its first
+    start (the characters a punctuation run absorbed have none)."""
+    p = n - 1
+    while p >= 0 and _bit(bitmaps[:, B_SPACE], p) != 0:
+        p -= 1
+    first = -1
+    for q in range(p + 1, n):
+        if _bit(starts, q) != 0:
+            if first < 0:
+                first = q
+            else:
+                _clear(starts, q)
+
+
+@njit(cache=True, inline="always")
+def _lower(b):
+    return b | 32 if 65 <= b <= 90 else b
+
+
+@njit(cache=True, inline="always")
+def _contraction_end(data, start, n, i, exact):
+    """After an apostrophe at ``i - 1``: the end of ``[sdmt]|ll|ve|re`` (``exact``: lower case only,
+    else either case) at ``i``, or -1."""
+    if i >= n:
+        return -1
+    b1 = data[start + i]
+    if not exact:
+        b1 = _lower(b1)
+    if b1 == 115 or b1 == 100 or b1 == 109 or b1 == 116:  # s d m t
+        return i + 1
+    if i + 1 < n:
+        b2 = data[start + i + 1]
+        if not exact:
+            b2 = _lower(b2)
+        if (b1 == 108 and b2 == 108) or ((b1 == 118 or b1 == 114) and b2 == 101):  # ll ve re
+            return i + 2
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def _contractions(data, start, n, bitmaps, pattern_id, starts):
+    """Apply the contractions, apostrophe by apostrophe from the left. o200k: after a word's
+    letters ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` belongs to the word; the others: where an apostrophe
+    starts a piece, ``'`` and the letters are a piece of their own. Either way the piece after
+    starts right behind them."""
+    o200k = pattern_id == O200K
+    exact = pattern_id == GPT2
+    last_end = -1
+    for k in range((n + 63) >> 6):
+        apostrophes = bitmaps[k, B_APOS]
+        while apostrophes != 0:
+            j = (k << 6) + cttz(apostrophes)
+            apostrophes &= apostrophes - _ONE
+            if o200k:
+                if j == 0 or j == last_end:
+                    continue
+                if (_bit(bitmaps[:, B_UPPER], j - 1) | _bit(bitmaps[:, B_LOWER], j - 1)) == 0:
+                    continue
+            elif _bit(starts, j) == 0:
+                continue
+            end = _contraction_end(data, start, n, j + 1, exact)
+            if end < 0:
+                continue
+            for q in range(j if o200k else j + 1, end):
+                _clear(starts, q)
+            if end < n:
+                _set(starts, end)
+            last_end = end
+
+
+@njit(cache=True)
+def piece_ends_ascii(data, pattern_id):
+    """All piece ends (byte offsets) of the ASCII text ``data``, or an empty array if it is not ASCII."""
+    n = data.shape[0]
+    bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
+    if not ascii_only:
+        return np.zeros(0, dtype=np.int64)
+    starts = piece_starts(data, 0, n, bitmaps, pattern_id)
+    ends = np.empty(n, dtype=np.int64)
+    m = 0
+    for k in range(starts.shape[0]):
+        word = starts[k]
+        if k == 0:
+            word &= ~_ONE
+        while word != 0:
+            ends[m] = (k << 6) + cttz(word)
+            m += 1
+            word &= word - _ONE
+    if n > 0:
+        ends[m] = n
+        m += 1
+    return ends[:m].copy()

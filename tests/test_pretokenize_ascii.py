@@ -1,0 +1,161 @@
+"""The bit-parallel ASCII pre-tokenizer must split exactly like ``regex.findall`` (and so like the
+general compiled pre-tokenizer); its bit primitives must compute what their Python twins do."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpebench.algorithms.formats.patterns import PATTERNS
+from bpebench.algorithms.kernels import bits
+from bpebench.algorithms.kernels.jit import njit
+from bpebench.algorithms.pipeline import unicode_table as ut
+from bpebench.algorithms.pipeline.pretokenize_ascii import (B_APOS, B_BLANK, B_CRLF, B_DIGIT, B_LOWER, B_SLASH,
+                                                            B_SPACE, B_UPPER, ascii_bitmaps, piece_ends_ascii)
+from bpebench.algorithms.pipeline.pretokenize_compiled import PATTERN_IDS, get_tables, piece_ends_utf8, stdlib_source
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = {name: regex.compile(PATTERNS[name]) for name in PATTERN_IDS}
+
+
+def check(text: str) -> None:
+    data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    for name, pattern_id in PATTERN_IDS.items():
+        pieces = REFERENCE[name].findall(text)
+        expected = np.cumsum([len(p) for p in pieces]).tolist()
+        got = piece_ends_ascii(data, pattern_id).tolist()
+        assert got == expected, (name, text, [text[a:b] for a, b in zip([0, *got[:-1]], got)], pieces)
+
+
+TRICKY = [
+    "", "a", " ", "  ", "hello world", "Hello  World   again    ",
+    "I'm you're he'll we've she'd it's don't DON'T I'M YOU'RE HE'LL WE'VE SHE'D IT'S",
+    "'S 'll 'VE 'Re 'rE 'Ll 'lL 'D 'M 'T 's't'", "'sam 'llama 'vex 'red 'x ' s ''s '",
+    "the cat's toy's owner's", "O'Neil's McDonald'S", "x's's", "it'sgood it'sGood x'ry I'lx",
+    "1 12 123 1234 12345 123456 1234567 12345678 123456789 1234567890 12345678901 123456789012",
+    "a1b22c333d4444 x-123.456e+78", "trailing   ", "trailing\n", "trailing \n ", "  \n  ", "\n\n\n",
+    "line1\r\nline2\r\n\r\nline3\n\n  indented\n\tTabbed\n", "a\r\n\r\n  b", "  \r\n  x", "x  \r \n\t  y",
+    "\t\tword \tword\t\t", "def f(x):\n    return x**2  # comment\n\n\nclass A:\n    pass\n",
+    "https://example.com/path/to/file.txt?q=1&r=2", "a // b /// c\n//\n/\n", ";\n//x\n./\n/.\n", "!!!\n\n??? ...\r\n",
+    "  !!!  ???", ".\n \n y", "x.\n\n  y", " (x ((x (\tx \t(x", "CamelCaseWord ALLCAPS lowerUPPERlower aBC ABc XMLHttpRequest",
+    "HELLO'S Hello's hello'S HeLLo'Ll", "\x1c\x1d\x1e\x1f file separators \x1c x\x1fy", "\x0b\x0c vertical\x0b tab\x0cform",
+    "\x00nul\x01 \x7f", "x" * 50 + " " * 20 + "\n" * 5, "A" * 30 + "a" * 30, "'" * 5 + "s", " 's",
+    " " * 200 + "x", "\n" * 130 + " " * 70 + "y", " " * 70 + "\n" + " " * 70 + "z", "1" * 200, "a" * 64 + "1" * 64 + "." * 64,
+    ("ab " * 30) + "\n" + ("." * 63) + "\n\n/" + "x" * 66, "x" + " \n" * 40 + "   ", "a" * 63 + "'s", "." * 63 + "\n/.x",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY, ids=range(len(TRICKY)))
+def test_tricky_strings(text):
+    check(text)
+
+
+ALPHABET = list("aAzZsStTdDmMlLvVeErRxX09 '\t\r\n\x0b\x0c\x1c\x1f/!.,-_#(\x00\x7f")
+
+
+@st.composite
+def runs(draw):
+    """Text made of runs (long ones cross the 64-character words of the bitmaps)."""
+    parts = draw(st.lists(st.tuples(st.sampled_from(ALPHABET), st.sampled_from([1, 1, 1, 2, 3, 5, 64, 70])),
+                          max_size=40))
+    return "".join(char * count for char, count in parts)
+
+
+@settings(max_examples=300)  # about a millisecond each
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_any_ascii_text(text):
+    check(text)
+
+
+@settings(max_examples=300)
+@given(runs())
+def test_runs_of_the_tricky_characters(text):
+    check(text)
+
+
+@settings(max_examples=20)
+@given(st.integers(0, 2**32 - 1))
+def test_random_long_texts(seed):
+    rng = random.Random(seed)
+    check("".join(rng.choice(ALPHABET) * rng.choice([1, 1, 2, 70]) for _ in range(rng.randint(100, 600))))
+
+
+@pytest.mark.parametrize("kind", ["source", "docstrings"])
+def test_stdlib_text_equals_the_general_pre_tokenizer(kind):
+    from bpebench.algorithms.pipeline.pretokenize_compiled import stdlib_prose
+
+    raw = stdlib_source(400_000) if kind == "source" else stdlib_prose(400_000)
+    text = raw.decode("utf-8").encode("ascii", "ignore")
+    data = np.frombuffer(text, dtype=np.uint8)
+    stage1, stage2 = get_tables()
+    for name, pattern_id in PATTERN_IDS.items():
+        assert np.array_equal(piece_ends_ascii(data, pattern_id), piece_ends_utf8(data, pattern_id, stage1, stage2)), name
+
+
+def test_text_that_is_not_ascii_is_refused():
+    for text in ["café", "x" * 100 + "é", "é" + "x" * 100]:
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        assert piece_ends_ascii(data, PATTERN_IDS["o200k"]).tolist() == []
+        assert not ascii_bitmaps(data, 0, len(data))[1]
+
+
+def test_bitmaps_agree_with_the_unicode_class_table():
+    """Each ASCII byte's bitmap bits are the flags the general pre-tokenizer reads for it."""
+    stage1, stage2 = get_tables()
+    columns = {B_UPPER: ut.F_UP, B_LOWER: ut.F_LO, B_DIGIT: ut.F_N, B_SPACE: ut.F_WS, B_CRLF: ut.F_CRLF,
+               B_SLASH: ut.F_SLASH, B_BLANK: ut.F_SPACE, B_APOS: ut.F_APOS}
+    data = np.arange(128, dtype=np.uint8)
+    for offset in (0, 64, 100):  # whole rows (vector compares) and the byte-by-byte tail
+        shifted = np.concatenate([np.full(offset, ord("x"), dtype=np.uint8), data])
+        bitmaps, ascii_only = ascii_bitmaps(shifted, 0, len(shifted))
+        assert ascii_only
+        for b in range(128):
+            p = offset + b
+            for column, flag in columns.items():
+                has = (int(bitmaps[p >> 6, column]) >> (p & 63)) & 1
+                expected = int(stage2[(int(stage1[0]) << 8) + b]) & flag != 0
+                assert has == expected, (b, column)
+
+
+@njit
+def _compiled_bits(data, i, x):
+    return bits.cttz(x), bits.ctlz(x), bits.load_u64(data, i), bits.ascii_masks(data, i)
+
+
+@settings(max_examples=200)
+@given(st.binary(min_size=72, max_size=72), st.integers(0, 8), st.integers(0, 2**64 - 1))
+def test_bit_primitives_equal_their_python_twins(raw, i, x):
+    data = np.frombuffer(raw, dtype=np.uint8)
+    cttz, ctlz, word, masks = _compiled_bits(data, i, np.uint64(x))
+    assert cttz == bits._cttz_py(x) and ctlz == bits._ctlz_py(x)
+    assert word == bits._load_u64_py(data, i) == int.from_bytes(raw[i:i + 8], "little")
+    assert tuple(int(m) for m in masks) == tuple(int(m) for m in bits._ascii_masks_py(data, i))
+
+
+def test_runs_without_jit():
+    """``NUMBA_DISABLE_JIT=1``: the same functions (and the intrinsics' Python twins) as plain Python."""
+    code = (
+        "import numpy as np, regex, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from bpebench.algorithms.formats.patterns import PATTERNS\n"
+        "from bpebench.algorithms.pipeline.pretokenize_compiled import PATTERN_IDS\n"
+        "from bpebench.algorithms.pipeline.pretokenize_ascii import piece_ends_ascii\n"
+        "for t in [\"It's  A'LL 1234 ok!!\\r\\n\\n  x\", 'a' * 70 + ' \\n ' * 30 + './/\\n/x']:\n"
+        "    for name, pid in PATTERN_IDS.items():\n"
+        "        ends = piece_ends_ascii(np.frombuffer(t.encode(), np.uint8), pid).tolist()\n"
+        "        assert ends == np.cumsum([len(p) for p in regex.findall(PATTERNS[name], t)]).tolist(), (name, t)\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
