@@ -470,7 +470,8 @@ def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap
     """``_encode_text`` for an ASCII text whose pieces start at the set bits of ``starts`` (the
     bit-parallel pre-tokenizer), ``CHUNK`` pieces at a time: first every piece's end, packed
     bytes and whole-token probe slot, with a prefetch of that row (one random read of a table of
-    megabytes per piece, which the previous pieces' work now hides); then the probes and BPE.
+    megabytes per piece, which the previous pieces' work now hides); then the probes, with a
+    prefetch of the piece-cache row of each piece that is not one token; then the ids and BPE.
     ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 2]) are the scratch."""
     matcher = plan.matcher
     forward, two_byte_start = matcher.forward, matcher.two_byte_start
@@ -485,6 +486,7 @@ def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap
     short_mask = short_tokens.shape[0] - 1
     medium_mask = medium_tokens.shape[0] - 1
     loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
+    cache_slots = cache.shape[0] - 1
     n_words = starts.shape[0]
     word = starts[0] & ~np.uint64(1)  # position 0 starts the first piece
     word_index = 0
@@ -526,17 +528,27 @@ def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap
                 chunk_ints[m, 1] = slot
             s = e
             m += 1
+        # the whole-token probes; a piece of several tokens has its piece-cache row fetched meanwhile
+        s = piece_start
         for i in range(m):
-            piece_end = chunk_ints[i, 0]
-            length = piece_end - piece_start
+            e = chunk_ints[i, 0]
+            length = e - s
             if whole_piece:
-                token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
+                token = bytes_lookup(bytes_slots, token_bytes, token_start, data, s, e)
             elif length <= SHORT_TOKEN_BYTES:
                 token = short_token_at(short_tokens, chunk_keys[i, 0], length, chunk_ints[i, 1])
             elif length <= MEDIUM_TOKEN_BYTES:
                 token = medium_token_at(medium_tokens, chunk_keys[i, 0], chunk_keys[i, 1], length, chunk_ints[i, 1])
             else:
-                token = spelled_token(forward, two_byte_start, data, piece_start, piece_end)
+                token = spelled_token(forward, two_byte_start, data, s, e)
+            chunk_ints[i, 1] = token
+            if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
+                w0, w1, w2 = _cache_key(data, s, e)
+                prefetch(cache, _cache_slot(w0, w1, w2, length, cache_slots - 1) * CACHE_ROW)
+            s = e
+        for i in range(m):
+            piece_end = chunk_ints[i, 0]
+            token = chunk_ints[i, 1]
             if token >= 0:
                 out[n_out] = token
                 n_out += 1
