@@ -190,6 +190,37 @@ def test_plans_of_other_types_are_refused(pipelines, aot_module):
     assert fp._encode(fp.plan, arr, out, CACHE) == 2  # the pipeline's own plan still works
 
 
+def test_the_plan_handle_holds_each_array_address_and_shape_and_keeps_the_plan_alive(pipelines, aot_module):
+    import gc
+
+    fp = pipelines["o200k_base"]
+    description = aot_module.manifest["plan"]
+    handle = aot.plan_handle(fp.plan, description)
+    starts, size = aot.handle_layout(description)
+    assert len(handle) == size and not handle.flags.writeable
+    for leaf, start in zip(description["leaves"], starts):
+        value = aot._at(fp.plan, leaf["path"])
+        if leaf["kind"] == "array":
+            assert handle[start] == value.ctypes.data and tuple(handle[start + 1:start + 1 + value.ndim]) == value.shape
+        else:
+            assert handle[start] == int(value)
+    # a plan made of copies, reachable only through the entry point once passed: the arrays the
+    # handle points at must outlive every other reference
+    encode = aot_module.entry_points(fp.plan)[0]
+    copy = type(fp.plan)(*[np.array(v) if isinstance(v, np.ndarray) else v for v in fp.plan])
+    out = np.empty(64, dtype=np.int32)
+    arr = np.frombuffer(b"hello world, again", dtype=np.uint8)
+    expected = out[:encode(fp.plan, arr, out, CACHE)].tolist()
+    encode(copy, arr, out, CACHE)
+    plan_id = id(copy)
+    del copy
+    gc.collect()
+    np.full(1 << 22, 255, dtype=np.uint8)  # reuse freed memory, if any was freed
+    state_plan = [c.cell_contents for c in encode.__closure__ if isinstance(c.cell_contents, list)][0][0]
+    assert id(state_plan) == plan_id
+    assert out[:encode(state_plan, arr, out, CACHE)].tolist() == expected
+
+
 # ============================================================================= fresh processes
 FRESH = (
     "import json, sys\n"

@@ -18,6 +18,8 @@ lazy like ``njit``) with a plain-Python twin that computes the same value, so
     bytes ``>= 0x80``). Vector compares (AVX-512: one ``vpcmpb`` per test). O(1) per 64 bytes.
 ``prefetch(array, i)``
     hint that ``array[i]`` will be read soon (``prefetcht0``); no effect on results.
+``address_pointer(address, dtype)``
+    a typed pointer to an integer address (compiled code only), for ``numba.carray``.
 """
 
 from __future__ import annotations
@@ -160,3 +162,25 @@ def prefetch(typingctx, array, i):
         return context.get_dummy_value()
 
     return types.none(array, i), codegen
+
+
+def _address_pointer_py(address, dtype):
+    raise NotImplementedError("address_pointer exists in compiled code only (the ahead-of-time exports)")
+
+
+@intrinsic(_address_pointer_py)
+def address_pointer(typingctx, address, dtype):
+    """A typed pointer to the memory at the integer ``address`` (``dtype``: a numpy scalar type such
+    as ``np.int32``, a compile-time constant); ``numba.carray`` makes an array of it. For the
+    ahead-of-time exports, which receive a plan's arrays as addresses in one int64 array: the
+    caller keeps those arrays alive and checked (:mod:`bpebench.algorithms.pipeline.aot`)."""
+    from numba.core import types
+
+    target = getattr(dtype, "instance_type", None) or getattr(dtype, "dtype", None)
+    if not isinstance(address, types.Integer) or target is None:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return types.CPointer(target)(address, dtype), codegen

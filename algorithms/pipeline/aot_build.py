@@ -1,8 +1,8 @@
 """The ahead-of-time build itself: runs in a child process that :mod:`.aot` starts.
 
-It compiles the fused pipeline's two entry points into one extension module with
-``numba.pycc`` (each wrapped in a generated function that takes the Plan's arrays and
-scalars flat, see :mod:`.aot`), compiles ``id_lists.c`` beside it, and writes the
+It compiles the fused pipeline's three entry points into one extension module with
+``numba.pycc`` (each wrapped in a generated function that takes the Plan as one int64
+handle of addresses, shapes and scalars, see :mod:`.aot`), compiles ``id_lists.c`` beside it, and writes the
 manifest that :mod:`.aot` checks before it loads anything. Kept apart from the loader so
 that a process that only encodes imports neither this module nor the kernels' sources
 twice.
@@ -61,16 +61,16 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
 
         jit.materialise()
         exports = _generate_exports(description, fast_pipeline)
-        leaf_types = [_numba_leaf_type(leaf) for leaf in description["leaves"]]
+        handle = types.Array(types.int64, 1, "C", readonly=True)
         data = types.Array(types.uint8, 1, "C", readonly=True)
         offsets = types.Array(types.int64, 1, "C", readonly=True)
         ids = types.Array(types.int32, 1, "C")
         out_offsets = types.Array(types.int64, 1, "C")
         cache = types.Array(types.int64, 2, "C")
-        cc.export("encode_utf8", types.int64(*leaf_types, data, ids, cache))(exports["encode_utf8"])
-        cc.export("encode_utf8_batch", types.int64(*leaf_types, data, offsets, ids, out_offsets, cache))(
+        cc.export("encode_utf8", types.int64(handle, data, ids, cache))(exports["encode_utf8"])
+        cc.export("encode_utf8_batch", types.int64(handle, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
-        cc.export("encode_pieces", types.int64(*leaf_types, data, offsets, ids, cache))(exports["encode_pieces"])
+        cc.export("encode_pieces", types.int64(handle, data, offsets, ids, cache))(exports["encode_pieces"])
         cc.compile()
         cpu = llvm.get_host_cpu_name()
         id_lists = _compile_id_lists(out_dir)
@@ -122,24 +122,33 @@ def _compile_id_lists(out_dir: Path) -> Path:
     return output
 
 
-def _numba_leaf_type(leaf: dict):
-    from numba import types
-    from numba.np.numpy_support import from_dtype
-
-    kind = leaf["kind"]
-    if kind == "array":
-        return types.Array(from_dtype(np.dtype(leaf["dtype"])), leaf["ndim"], "C", readonly=True)
-    return {"bool": types.boolean, "int": types.int64, "float": types.float64}[kind]
-
-
 def _generate_exports(description: dict, fast_pipeline) -> dict:
-    """Python source of the two exported functions (flat arguments -> Plan -> kernel), compiled."""
+    """Python source of the three exported functions (plan handle -> Plan -> kernel), compiled: each
+    array leaf becomes ``numba.carray`` over its address and shape from the handle
+    (:func:`.aot.handle_layout`), each scalar the handle's slot."""
     import importlib
 
-    namespace: dict = {"__name__": f"{__name__}_exports",
+    import numba
+
+    from ..kernels.bits import address_pointer
+
+    namespace: dict = {"__name__": f"{__name__}_exports", "_carray": numba.carray, "_pointer": address_pointer,
                        "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
                        "_encode_pieces": fast_pipeline.encode_pieces}
-    names = {leaf["path"]: f"a{i}" for i, leaf in enumerate(description["leaves"])}
+    starts, _ = aot.handle_layout(description)
+    names = {}
+    for i, (leaf, start) in enumerate(zip(description["leaves"], starts)):
+        kind = leaf["kind"]
+        if kind == "array":
+            namespace[f"_T{i}"] = np.dtype(leaf["dtype"]).type
+            shape = ", ".join(f"handle[{start + 1 + d}]" for d in range(leaf["ndim"]))
+            names[leaf["path"]] = f"_carray(_pointer(handle[{start}], _T{i}), ({shape},))"
+        elif kind == "int":
+            names[leaf["path"]] = f"handle[{start}]"
+        elif kind == "bool":
+            names[leaf["path"]] = f"handle[{start}] != 0"
+        else:
+            raise AotError(f"plan field {leaf['path']} ({kind}) cannot be passed in a handle")
     classes = {}
     for i, (prefix, spec) in enumerate(description["records"].items()):
         module_name, _, qualname = spec.partition(":")
@@ -155,13 +164,12 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
             parts.append(construct(path) if path in description["records"] else names[path])
         return f"{classes[prefix]}({', '.join(parts)})"
 
-    params = ", ".join(names.values())
     plan = construct("")
-    source = (f"def encode_utf8({params}, data, out, cache):\n"
+    source = (f"def encode_utf8(handle, data, out, cache):\n"
               f"    return _encode_utf8({plan}, data, out, cache)\n\n"
-              f"def encode_utf8_batch({params}, data, text_offsets, out, out_offsets, cache):\n"
+              f"def encode_utf8_batch(handle, data, text_offsets, out, out_offsets, cache):\n"
               f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n\n"
-              f"def encode_pieces({params}, data, piece_ends, out, cache):\n"
+              f"def encode_pieces(handle, data, piece_ends, out, cache):\n"
               f"    return _encode_pieces({plan}, data, piece_ends, out, cache)\n")
     exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
     return {name: namespace[name] for name in ("encode_utf8", "encode_utf8_batch", "encode_pieces")}
