@@ -3,25 +3,30 @@
 The Tokenizer's reference path is three steps with Python in between:
 ``regex.findall`` -> one ``bytes`` object per piece -> the encoder. Seed 002's
 lesson is that the pre-tokenizer, not BPE, is the bottleneck, and seed 001's that
-backtracking BPE is linear. Here both run in one compiled loop over the UTF-8
+backtracking BPE is linear. Here both run in one compiled call over the UTF-8
 bytes of the text:
 
-1. decode UTF-8 and classify every character (``utf8_class_words``);
-2. find where the piece that starts here ends (``next_piece_end``; the
-   pre-tokenizer of :mod:`bpebench.algorithms.pipeline.pretokenize_compiled`, identical to
-   ``regex.findall`` with the vocabulary's pattern);
-3. encode the piece. Most pieces of natural text are one token (95% of English
+1. split it into pieces identical to ``regex.findall`` with the vocabulary's pattern. An
+   ASCII text (most prose and code) takes the bit-parallel pre-tokenizer of
+   :mod:`bpebench.algorithms.pipeline.pretokenize_ascii` (class bitmaps 64 bytes at a time,
+   every piece start as word algebra); any other text is decoded into class words
+   (``utf8_class_words``) for the general one of
+   :mod:`bpebench.algorithms.pipeline.pretokenize_compiled` (``next_piece_end``, a piece at a time);
+2. encode each piece. Most pieces of natural text are one token (95% of English
    prose and code): if the whole piece is a token BPE produces, that token is
    the piece's encoding (BPE of a token's own bytes gives the token), so one
    lookup and no BPE. Pieces of at most 16 bytes that start with an ASCII byte
    are looked up in small-key hash tables (one probe: ``short_piece.short_token``
    up to 8 bytes, ``short_piece.medium_token`` for 9 to 16), others by walking
-   the forward trie over the piece. A piece of several tokens is first looked up
-   in the call's piece memo (below); if it is new, pieces of at most 32 bytes run
-   the O(L^2) merge loop of :mod:`bpebench.algorithms.kernels.short_piece` (the definition over
-   packed merge ranks, as tiktoken does) and longer ones the backtracking kernel
-   of :mod:`bpebench.algorithms.backtracking` (linear, so one long piece stays O(n));
-4. append the ids to a preallocated ``int32`` output (a text of ``n`` bytes has at
+   the forward trie over the piece. On the ASCII path the pieces go 32 at a time
+   (``CHUNK``): every probe's table row is prefetched before the first is read, then the
+   piece-cache row of every piece that is not one token, so the misses of a text the CPU
+   has not seen overlap. A piece of several tokens is first looked up in the piece cache
+   (below); if it is new, pieces of at most 16 bytes (32 when merges run out of priority
+   order) run the O(L^2) merge loop of :mod:`bpebench.algorithms.kernels.short_piece` (the
+   definition over packed merge ranks, as tiktoken does) and longer ones the backtracking
+   kernel of :mod:`bpebench.algorithms.backtracking` (linear, so one long piece stays O(n));
+3. append the ids to a preallocated ``int32`` output (a text of ``n`` bytes has at
    most ``n`` tokens).
 
 Whole-piece lookup (tiktoken's "a piece that is a token is emitted as is") only
@@ -721,8 +726,14 @@ class FusedPipeline:
     #: faults (1,400 per call on 1 MB of code). Per thread: one buffer shared by threads gave
     #: other threads' ids when the interpreter switched threads between the kernel and the copy.
     REUSE_MAX = 1 << 20
-    #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop
-    SHORT_PIECE = 32
+    #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop, longer ones
+    #: backtracking (unseen text, 2026-11-27: backtracking took 9-12 ns a byte on multilingual pieces
+    #: of 17-32 bytes, the merge loop 11-26; 16 against 32 was 1.0-1.2x on multilingual text and
+    #: level on prose and code)
+    SHORT_PIECE = 16
+    #: the same when merges run out of priority order: the heap's loop beyond it is slower than
+    #: backtracking (about 40 ns a byte), so the merge loop keeps pieces up to 32 bytes
+    SHORT_PIECE_OUT_OF_ORDER = 32
     #: outputs of at least this many ids are gathered from pre-made int objects (``id_list``)
     GATHER_MIN = 64
 
@@ -767,7 +778,7 @@ class FusedPipeline:
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
-        short_limit = self.SHORT_PIECE
+        short_limit = self.SHORT_PIECE_OUT_OF_ORDER if self.out_of_order else self.SHORT_PIECE
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit = np.full(1, -1, dtype=np.int32), 0
         compiled_name = supported_pattern(vocabulary)
