@@ -338,60 +338,84 @@ def _one_part_per_thread(function, *args):
         parallel.PARTS_PER_THREAD = saved
 
 
+def _flat_ids(output) -> list[int]:
+    """The ids of a flat batch output, in order: a numpy array, an awkward array (gigatoken) or
+    fastokens' pair of byte buffers (uint32 ids, uint64 offsets)."""
+    import numpy as np
+
+    if isinstance(output, tuple) and isinstance(output[0], bytes):
+        return np.frombuffer(output[0], dtype=np.uint32).tolist()
+    if hasattr(output, "layout"):  # awkward
+        import awkward
+
+        return awkward.flatten(output).to_numpy().tolist()
+    return np.asarray(output).ravel().tolist()
+
+
 def table_allcore(vocabs: list[str], rounds: int) -> None:
+    """All cores on unseen text: the measured documents are dealt into ``rounds`` disjoint
+    batches; every implementation encodes each batch once (the order of implementations rotates
+    per batch) and its times are summed, so no library meets a text twice (a best-of-N on one
+    batch would time piece caches full of that very batch)."""
     from bpebench.benchmarks import protocol
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"\n2. all cores ({cpus} CPUs): one batch of the measured documents of every kind, after a warm-up"
-          " batch of the warm-up documents; MB/s (best of the rounds, each a new batch order)")
+    rounds = max(1, rounds)
+    print(f"\n2. all cores ({cpus} CPUs), unseen: the measured documents of every kind dealt into {rounds}"
+          " disjoint batches, each encoded once by every implementation after a warm-up batch of the"
+          " warm-up documents; MB/s over all batches")
     streams = [protocol.stream(kind) for kind in protocol.KINDS]
     warm = [d for st in streams for d in st.warm]
     measured = [d for st in streams for d in st.measured]
+    random.Random(0).shuffle(measured)  # every batch holds every kind
+    batches = [measured[r::rounds] for r in range(rounds)]
     n_bytes = sum(len(d.encode()) for d in measured)
-    long_text = "".join(measured)
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
-        ours = Tokenizer(vocab)
-        # best of N re-encodes the same batch: a thread's piece cache has then seen it, which flatters
-        # one thread (it saw every text) over several (each saw the parts it took); hence also without
-        uncached = Tokenizer(vocab, piece_cache=False)
+        # one Tokenizer per row: a piece cache that met a batch in one row must not serve it in the next
+        one, many, long_one, long_many, flat_many = (Tokenizer(vocab) for _ in range(5))
         functions = {
-            "ours batch, 1 thread": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1),
-            "ours batch, 1 thread, no piece cache": lambda texts: uncached.encode_ordinary_batch(texts, num_threads=1),
-            f"ours batch, {cpus} threads, no piece cache": lambda texts: uncached.encode_ordinary_batch(texts),
-            f"ours batch, {cpus} threads": lambda texts: ours.encode_ordinary_batch(texts),
-            f"ours batch, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
-                ours.encode_ordinary_batch, texts),
-            f"ours one long text, 1 thread": lambda texts: ours.encode_ordinary(long_text, num_threads=1),
-            f"ours one long text, {cpus} threads": lambda texts: ours.encode_ordinary(long_text),
-            f"ours one long text, {cpus} threads, 1 part each": lambda texts: _one_part_per_thread(
-                lambda _: ours._fused.id_list(ours._parallel_array(long_text, cpus)), texts),
+            "ours batch, 1 thread": lambda texts: one.encode_ordinary_batch(texts, num_threads=1),
+            f"ours batch, {cpus} threads": lambda texts: many.encode_ordinary_batch(texts),
+            "ours one long text, 1 thread": lambda texts: long_one.encode_ordinary("".join(texts), num_threads=1),
+            f"ours one long text, {cpus} threads": lambda texts: long_many.encode_ordinary("".join(texts)),
+            f"ours encode_to_numpy, one long text, {cpus} threads (flat)": lambda texts: flat_many.encode_to_numpy(
+                "".join(texts)),
         }
         functions.update(_peer_batch_functions(vocab))
-        expected = ours.encode_ordinary_batch(measured, num_threads=1)
-        for name, fn in functions.items():
+        for fn in functions.values():
             fn(warm)
-            if "long text" not in name and "flat" not in name:
-                assert [list(ids) for ids in fn(measured)] == expected, name
-        best = dict.fromkeys(functions, float("inf"))
-        cpu_share = dict.fromkeys(functions, 0.0)  # CPU time / wall time of the best round
+        wall = dict.fromkeys(functions, 0.0)
+        cpu = dict.fromkeys(functions, 0.0)
         idle_before = _machine_idle()
-        for r in range(rounds):
-            batch = measured[r % len(measured):] + measured[:r % len(measured)]  # another order each round
-            for name, fn in functions.items():
+        names = list(functions)
+        expected_ids: dict[int, list] = {}
+        for r, batch in enumerate(batches):
+            outputs = {}
+            for name in names[r % len(names):] + names[:r % len(names)]:
                 start, start_cpu = time.perf_counter(), time.process_time()
-                fn(batch)
-                seconds = time.perf_counter() - start
-                if seconds < best[name]:
-                    best[name], cpu_share[name] = seconds, (time.process_time() - start_cpu) / seconds
+                ids = functions[name](batch)
+                wall[name] += time.perf_counter() - start
+                cpu[name] += time.process_time() - start_cpu
+                if name == "ours batch, 1 thread":
+                    expected_ids[r] = ids
+                outputs[name] = ids
+            for name, ids in outputs.items():  # outside the clock
+                if "long text" in name:  # pieces may run across the joins
+                    same = list(map(int, ids)) == outputs["ours one long text, 1 thread"]
+                elif "flat" in name:
+                    same = _flat_ids(ids) == [t for doc in expected_ids[r] for t in doc]
+                else:
+                    same = [list(doc) for doc in ids] == expected_ids[r]
+                assert same, f"{name} gives other ids than ours on batch {r}"
         idle = _machine_idle(idle_before)
-        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents; load average now"
-              f" {' '.join(f'{x:.1f}' for x in os.getloadavg())}; the machine's CPUs idle"
+        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents in {rounds} batches; load"
+              f" average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}; the machine's CPUs idle"
               f" {'?' if idle is None else f'{idle:.0%}'} of the time during the rounds)")
-        one = best["ours batch, 1 thread"]
-        for name, seconds in best.items():
-            print(f"  {name:44s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {one / seconds:5.2f}x ours on"
-                  f" 1 thread   CPUs used {cpu_share[name]:.2f}")
+        baseline = wall["ours batch, 1 thread"]
+        for name, seconds in wall.items():
+            print(f"  {name:52s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {baseline / seconds:5.2f}x ours on"
+                  f" 1 thread   CPUs used {cpu[name] / seconds:.2f}")
 
 
 # ----------------------------------------------------------------------------- 3. cold
