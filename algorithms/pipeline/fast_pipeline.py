@@ -470,14 +470,16 @@ def _low_bytes(word, count):
 
 
 @njit(cache=True, _nrt=False)
-def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
-                  chunk_keys):
-    """``_encode_text`` for an ASCII text whose pieces start at the set bits of ``starts`` (the
-    bit-parallel pre-tokenizer), ``CHUNK`` pieces at a time: first every piece's end, packed
-    bytes and whole-token probe slot, with a prefetch of that row (one random read of a table of
-    megabytes per piece, which the previous pieces' work now hides); then the probes, with a
-    prefetch of the piece-cache row of each piece that is not one token; then the ids and BPE.
-    ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 2]) are the scratch."""
+def _encode_chunked(plan, data, start, end, starts, cls, dead, memo, parts, ranks, heap, out, n_out, cache,
+                    chunk_ints, chunk_keys):
+    """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
+    piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
+    read of a table of megabytes per piece, which the previous pieces' work now hides); then the
+    probes, with a prefetch of the piece-cache row of each piece that is not one token; then the
+    ids and BPE. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer
+    of an ASCII text) when it is not empty, else they come from the general pre-tokenizer over
+    ``cls`` (the class words of the text's characters). ``chunk_ints`` (int64[CHUNK, 2]) and
+    ``chunk_keys`` (uint64[CHUNK, 2]) are the scratch."""
     matcher = plan.matcher
     forward, two_byte_start = matcher.forward, matcher.two_byte_start
     short_tokens = plan.short_tokens
@@ -493,8 +495,10 @@ def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap
     loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
     cache_slots = cache.shape[0] - 1
     n_words = starts.shape[0]
-    word = starts[0] & ~np.uint64(1)  # position 0 starts the first piece
+    word = starts[0] & ~np.uint64(1) if n_words > 0 else np.uint64(0)  # position 0 starts the first piece
     word_index = 0
+    pattern_id = plan.pattern_id
+    char = 0
     hits = 0
     lookups = 0
     piece_start = start
@@ -502,14 +506,17 @@ def _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap
         m = 0
         s = piece_start
         while m < CHUNK and s < end:
-            while word == 0 and word_index + 1 < n_words:
-                word_index += 1
-                word = starts[word_index]
-            if word == 0:
-                e = end
+            if n_words > 0:
+                while word == 0 and word_index + 1 < n_words:
+                    word_index += 1
+                    word = starts[word_index]
+                if word == 0:
+                    e = end
+                else:
+                    e = start + (word_index << 6) + cttz(word)
+                    word &= word - np.uint64(1)
             else:
-                e = start + (word_index << 6) + cttz(word)
-                word &= word - np.uint64(1)
+                e, char = _next_piece(cls, char, s, pattern_id, False)
             length = e - s
             chunk_ints[m, 0] = e
             if length <= MEDIUM_TOKEN_BYTES and not whole_piece:
@@ -574,11 +581,11 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     bitmaps, ascii_only = ascii_bitmaps(data, start, end)
     if ascii_only:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id)
-        return _encode_ascii(plan, data, start, end, starts, dead, memo, parts, ranks, heap, out, n_out, cache,
-                             chunk_ints, chunk_keys)
+        return _encode_chunked(plan, data, start, end, starts, _NO_CLASSES, dead, memo, parts, ranks, heap, out,
+                               n_out, cache, chunk_ints, chunk_keys)
     cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-    return _encode_text(plan, data, start, end, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, heap, out, n_out,
-                        cache)
+    return _encode_chunked(plan, data, start, end, _NO_STARTS, cls, dead, memo, parts, ranks, heap, out, n_out,
+                           cache, chunk_ints, chunk_keys)
 
 
 @njit(cache=True)
@@ -607,6 +614,7 @@ def encode_utf8(plan, data, out, cache):
 #: ``piece_ends`` of ``_encode_text`` when the compiled pre-tokenizer finds the pieces
 _NO_PIECE_ENDS = np.zeros(0, dtype=np.int64)
 _NO_CLASSES = np.zeros(0, dtype=np.uint16)
+_NO_STARTS = np.zeros(0, dtype=np.uint64)
 
 
 @njit(cache=True, nogil=True)
