@@ -395,68 +395,6 @@ def _count_cache_use(cache, lookups, hits):
         cache[cache_slots, CACHE_LOOKUPS] += lookups
 
 
-@njit(cache=True, _nrt=False)
-def _encode_text(plan, data, start, end, cls, piece_ends, dead, memo, parts, ranks, heap, out, n_out, cache):
-    """Append the ids of every piece of ``data[start:end]``. The pieces come from the general
-    compiled pre-tokenizer over ``cls`` (the class words of those whole characters), or, when
-    ``piece_ends`` is not empty, they end at ``start + piece_ends[i]`` (a split made
-    elsewhere, e.g. by ``regex`` for a pattern with no compiled pre-tokenizer).
-    ``parts`` and ``ranks`` are the merge loop's scratch (``short_limit`` slots), ``heap`` the
-    long pieces' when merges run out of priority order (:class:`HeapScratch`).
-
-    Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
-    with it, every inlined helper and every call that takes an array paid an atomic
-    increment and decrement per piece (5% of the time on English prose)."""
-    n_chars = cls.shape[0]
-    n_given = piece_ends.shape[0]
-    ascii_only = n_chars == end - start  # then a piece's bytes are its characters
-    # every array the loop reads, taken out of the Plan once: reading a NamedTuple field
-    # inside the loop costs a reference-count increment and decrement (NRT calls) per piece
-    matcher = plan.matcher
-    forward, two_byte_start = matcher.forward, matcher.two_byte_start
-    short_tokens = plan.short_tokens
-    medium_tokens = plan.medium_tokens
-    bytes_slots, token_bytes, token_start = plan.bytes_slots, plan.token_bytes, plan.token_start
-    byte_token, byte_pair_rank, token_of_rank = plan.byte_token, plan.byte_pair_rank, plan.token_of_rank
-    token_offset = plan.token_offset
-    pairs, pair_filter = matcher.pairs, matcher.pair_filter
-    whole_piece = plan.whole_piece
-    pattern_id = plan.pattern_id
-    short_limit = plan.short_limit
-    hits = 0
-    lookups = 0
-    char = 0
-    given = 0
-    piece_start = start
-    while True:
-        if n_given > 0:
-            if given >= n_given:
-                break
-            piece_end = start + piece_ends[given]
-            given += 1
-        else:
-            if char >= n_chars:
-                break
-            piece_end, char = _next_piece(cls, char, piece_start, pattern_id, ascii_only)
-        token = -1
-        if whole_piece:
-            token = bytes_lookup(bytes_slots, token_bytes, token_start, data, piece_start, piece_end)
-        if token < 0 and not whole_piece:  # (the bytes table holds every token the others hold)
-            token = _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
-        if token >= 0:
-            out[n_out] = token
-            n_out += 1
-        else:
-            n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
-                                                    token_of_rank, token_offset, short_limit, data, piece_start,
-                                                    piece_end, dead, memo, parts, ranks, heap, out, n_out, cache)
-            lookups += looked_up
-            hits += hit
-        piece_start = piece_end
-    _count_cache_use(cache, lookups, hits)
-    return n_out
-
-
 #: pieces of an ASCII text whose whole-token probes are computed, and their table rows
 #: prefetched, before the first of them is read
 CHUNK = 32
@@ -470,16 +408,26 @@ def _low_bytes(word, count):
 
 
 @njit(cache=True, _nrt=False)
-def _encode_chunked(plan, data, start, end, starts, cls, dead, memo, parts, ranks, heap, out, n_out, cache,
-                    chunk_ints, chunk_keys):
+def _encode_chunked(plan, data, start, end, starts, cls, piece_ends, dead, memo, parts, ranks, heap, out, n_out,
+                    cache, chunk_ints, chunk_keys):
     """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
     piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
     read of a table of megabytes per piece, which the previous pieces' work now hides); then the
     probes, with a prefetch of the piece-cache row of each piece that is not one token; then the
     ids and BPE. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer
-    of an ASCII text) when it is not empty, else they come from the general pre-tokenizer over
-    ``cls`` (the class words of the text's characters). ``chunk_ints`` (int64[CHUNK, 2]) and
-    ``chunk_keys`` (uint64[CHUNK, 2]) are the scratch."""
+    of an ASCII text) when it is not empty; else, when ``piece_ends`` is not empty, they end at
+    ``start + piece_ends[i]`` (a split made elsewhere, e.g. by ``regex`` for a pattern with no
+    compiled pre-tokenizer); else they come from the general pre-tokenizer over ``cls`` (the
+    class words of the text's characters). ``parts`` and ``ranks`` are the merge loop's scratch
+    (``short_limit`` slots), ``heap`` the long pieces' when merges run out of priority order
+    (:class:`HeapScratch`); ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 2])
+    the chunk's.
+
+    Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
+    with it, every inlined helper and every call that takes an array paid an atomic
+    increment and decrement per piece (5% of the time on English prose). Every array the loop
+    reads is taken out of the Plan once: reading a NamedTuple field inside the loop costs a
+    reference-count increment and decrement per piece."""
     matcher = plan.matcher
     forward, two_byte_start = matcher.forward, matcher.two_byte_start
     short_tokens = plan.short_tokens
@@ -498,6 +446,8 @@ def _encode_chunked(plan, data, start, end, starts, cls, dead, memo, parts, rank
     word = starts[0] & ~np.uint64(1) if n_words > 0 else np.uint64(0)  # position 0 starts the first piece
     word_index = 0
     pattern_id = plan.pattern_id
+    n_given = piece_ends.shape[0]
+    given = 0
     char = 0
     hits = 0
     lookups = 0
@@ -515,6 +465,9 @@ def _encode_chunked(plan, data, start, end, starts, cls, dead, memo, parts, rank
                 else:
                     e = start + (word_index << 6) + cttz(word)
                     word &= word - np.uint64(1)
+            elif n_given > 0:
+                e = start + piece_ends[given]
+                given += 1
             else:
                 e, char = _next_piece(cls, char, s, pattern_id, False)
             length = e - s
@@ -581,11 +534,11 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     bitmaps, ascii_only = ascii_bitmaps(data, start, end)
     if ascii_only:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id)
-        return _encode_chunked(plan, data, start, end, starts, _NO_CLASSES, dead, memo, parts, ranks, heap, out,
-                               n_out, cache, chunk_ints, chunk_keys)
+        return _encode_chunked(plan, data, start, end, starts, _NO_CLASSES, _NO_PIECE_ENDS, dead, memo, parts,
+                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
     cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-    return _encode_chunked(plan, data, start, end, _NO_STARTS, cls, dead, memo, parts, ranks, heap, out, n_out,
-                           cache, chunk_ints, chunk_keys)
+    return _encode_chunked(plan, data, start, end, _NO_STARTS, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, heap,
+                           out, n_out, cache, chunk_ints, chunk_keys)
 
 
 @njit(cache=True)
@@ -611,7 +564,7 @@ def encode_utf8(plan, data, out, cache):
                         _heap_scratch(plan, data.shape[0]), out, 0, cache, chunk_ints, chunk_keys)
 
 
-#: ``piece_ends`` of ``_encode_text`` when the compiled pre-tokenizer finds the pieces
+#: ``piece_ends`` of ``_encode_chunked`` when a compiled pre-tokenizer finds the pieces
 _NO_PIECE_ENDS = np.zeros(0, dtype=np.int64)
 _NO_CLASSES = np.zeros(0, dtype=np.uint16)
 _NO_STARTS = np.zeros(0, dtype=np.uint64)
@@ -623,10 +576,12 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     last one ``len(data)``) into ``out``: the fused BPE stage behind any pre-tokenizer."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)
     parts, ranks = _merge_scratch(plan)
+    chunk_ints, chunk_keys = _chunk_scratch()
     if piece_ends.shape[0] == 0:
         return np.int64(0)
-    return _encode_text(plan, data, 0, data.shape[0], _NO_CLASSES, piece_ends, dead, _new_memo(data.shape[0]),
-                        parts, ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache)
+    return _encode_chunked(plan, data, 0, data.shape[0], _NO_STARTS, _NO_CLASSES, piece_ends, dead,
+                           _new_memo(data.shape[0]), parts, ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache,
+                           chunk_ints, chunk_keys)
 
 
 @njit(cache=True, nogil=True)
