@@ -16,6 +16,9 @@ lazy like ``njit``) with a plain-Python twin that computes the same value, so
     tuple of uint64 bitmaps, bit ``j`` for byte ``i + j``, in the order of :data:`MASKS`
     (``[A-Z]``, ``[a-z]``, ``[0-9]``, ``[\\t\\n\\v\\f\\r ]``, ``[\\r\\n]``, ``/``, ``'``, ``' '``,
     bytes ``>= 0x80``). Vector compares (AVX-512: one ``vpcmpb`` per test). O(1) per 64 bytes.
+``bit_planes(codes, i)``
+    the eight bit planes of the 64 bytes ``codes[i:i+64]``: plane ``k`` has bit ``j`` set when
+    bit ``k`` of byte ``i + j`` is (a 64 x 8 bit transpose). O(1) per 64 bytes.
 ``prefetch(array, i)``
     hint that ``array[i]`` will be read soon (``prefetcht0``); no effect on results.
 ``address_pointer(address, dtype)``
@@ -184,3 +187,35 @@ def address_pointer(typingctx, address, dtype):
         return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
 
     return types.CPointer(target)(address, dtype), codegen
+
+
+def _bit_planes_py(codes, i):
+    import numpy as np
+
+    planes = [0] * 8
+    for j in range(64):
+        code = int(codes[int(i) + j])
+        for k in range(8):
+            if code >> k & 1:
+                planes[k] |= 1 << j
+    return tuple(np.uint64(p) for p in planes)
+
+
+@intrinsic(_bit_planes_py)
+def bit_planes(typingctx, codes, i):
+    """The eight bit planes of the 64 bytes ``codes[i:i+64]`` (``i + 64 <= len(codes)``): plane ``k`` has
+    bit ``j`` set when bit ``k`` of byte ``i + j`` is (AVX-512: one ``vptestmb`` a plane)."""
+    from llvmlite import ir
+    from numba.core import types
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        i8, i64 = ir.IntType(8), ir.IntType(64)
+        vector = ir.VectorType(i8, 64)
+        v = builder.load(builder.bitcast(pointer, vector.as_pointer()), align=1)
+        zero = ir.Constant(vector, [0] * 64)
+        planes = [builder.bitcast(builder.icmp_unsigned("!=", builder.and_(v, ir.Constant(vector, [1 << k] * 64)), zero),
+                                  i64) for k in range(8)]
+        return context.make_tuple(builder, signature.return_type, planes)
+
+    return types.UniTuple(types.uint64, 8)(codes, i), codegen

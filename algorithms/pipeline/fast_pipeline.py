@@ -8,7 +8,7 @@ bytes of the text:
 
 1. split it into pieces identical to ``regex.findall`` with the vocabulary's pattern. An
    ASCII text (most prose and code) takes the bit-parallel pre-tokenizer of
-   :mod:`bpebench.algorithms.pipeline.pretokenize_ascii` (class bitmaps 64 bytes at a time,
+   :mod:`bpebench.algorithms.pipeline.pretokenize_bits` (class bitmaps 64 bytes at a time,
    every piece start as word algebra); any other text is decoded into class words
    (``utf8_class_words``) for the general one of
    :mod:`bpebench.algorithms.pipeline.pretokenize_compiled` (``next_piece_end``, a piece at a time);
@@ -141,8 +141,8 @@ from ..heap import heap_piece
 from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
-from .pretokenize_ascii import ascii_bitmaps, piece_starts
-from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words
+from .pretokenize_bits import ascii_bitmaps, class_bitmaps, piece_starts
+from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
 from ..kernels.short_piece import (MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, medium_token_at,
                                    merge_short_piece, short_token, short_token_at, token_slot)
 
@@ -397,7 +397,7 @@ def _count_cache_use(cache, lookups, hits):
 
 #: pieces of an ASCII text whose whole-token probes are computed, and their table rows
 #: prefetched, before the first of them is read
-CHUNK = 32
+CHUNK = 64
 _ALL_BITS = ~np.uint64(0)
 
 
@@ -408,14 +408,15 @@ def _low_bytes(word, count):
 
 
 @njit(cache=True, _nrt=False)
-def _encode_chunked(plan, data, start, end, starts, cls, piece_ends, dead, memo, parts, ranks, heap, out, n_out,
-                    cache, chunk_ints, chunk_keys):
+def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, dead, memo, parts, ranks, heap, out,
+                    n_out, cache, chunk_ints, chunk_keys):
     """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
     piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
     read of a table of megabytes per piece, which the previous pieces' work now hides); then the
     probes, with a prefetch of the piece-cache row of each piece that is not one token; then the
-    ids and BPE. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer
-    of an ASCII text) when it is not empty; else, when ``piece_ends`` is not empty, they end at
+    ids and BPE. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer)
+    when it is not empty: bits are bytes of an ASCII text, or characters whose byte offsets are
+    ``offsets`` when that is not empty; else, when ``piece_ends`` is not empty, they end at
     ``start + piece_ends[i]`` (a split made elsewhere, e.g. by ``regex`` for a pattern with no
     compiled pre-tokenizer); else they come from the general pre-tokenizer over ``cls`` (the
     class words of the text's characters). ``parts`` and ``ranks`` are the merge loop's scratch
@@ -444,6 +445,7 @@ def _encode_chunked(plan, data, start, end, starts, cls, piece_ends, dead, memo,
     cache_slots = cache.shape[0] - 1
     n_words = starts.shape[0]
     word = starts[0] & ~np.uint64(1) if n_words > 0 else np.uint64(0)  # position 0 starts the first piece
+    by_char = offsets.shape[0] > 0
     word_index = 0
     pattern_id = plan.pattern_id
     n_given = piece_ends.shape[0]
@@ -463,7 +465,8 @@ def _encode_chunked(plan, data, start, end, starts, cls, piece_ends, dead, memo,
                 if word == 0:
                     e = end
                 else:
-                    e = start + (word_index << 6) + cttz(word)
+                    position = (word_index << 6) + cttz(word)
+                    e = start + (offsets[position] if by_char else position)
                     word &= word - np.uint64(1)
             elif n_given > 0:
                 e = start + piece_ends[given]
@@ -530,15 +533,22 @@ def _encode_chunked(plan, data, start, end, starts, cls, piece_ends, dead, memo,
 
 @njit(cache=True, inline="always")
 def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys):
-    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer if it is ASCII, else the general one."""
+    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII, over
+    its characters if the pattern can be split that way (any text but o200k's with letters or
+    marks in both case classes), else with the general one."""
     bitmaps, ascii_only = ascii_bitmaps(data, start, end)
     if ascii_only:
-        starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id)
-        return _encode_chunked(plan, data, start, end, starts, _NO_CLASSES, _NO_PIECE_ENDS, dead, memo, parts,
-                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
-    cls = utf8_class_words(data[start:end], plan.stage1, plan.stage2)
-    return _encode_chunked(plan, data, start, end, _NO_STARTS, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks, heap,
-                           out, n_out, cache, chunk_ints, chunk_keys)
+        starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, _NO_CLASSES)
+        return _encode_chunked(plan, data, start, end, starts, _NO_OFFSETS, _NO_CLASSES, _NO_PIECE_ENDS, dead, memo,
+                               parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
+    cls, offsets = utf8_classes(data[start:end], plan.stage1, plan.stage2)
+    bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
+    if splittable:
+        starts = piece_starts(data, start, cls.shape[0], bitmaps, plan.pattern_id, cls)
+        return _encode_chunked(plan, data, start, end, starts, offsets, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks,
+                               heap, out, n_out, cache, chunk_ints, chunk_keys)
+    return _encode_chunked(plan, data, start, end, _NO_STARTS, _NO_OFFSETS, cls, _NO_PIECE_ENDS, dead, memo, parts,
+                           ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
 
 
 @njit(cache=True)
@@ -568,6 +578,7 @@ def encode_utf8(plan, data, out, cache):
 _NO_PIECE_ENDS = np.zeros(0, dtype=np.int64)
 _NO_CLASSES = np.zeros(0, dtype=np.uint16)
 _NO_STARTS = np.zeros(0, dtype=np.uint64)
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -579,7 +590,7 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     chunk_ints, chunk_keys = _chunk_scratch()
     if piece_ends.shape[0] == 0:
         return np.int64(0)
-    return _encode_chunked(plan, data, 0, data.shape[0], _NO_STARTS, _NO_CLASSES, piece_ends, dead,
+    return _encode_chunked(plan, data, 0, data.shape[0], _NO_STARTS, _NO_OFFSETS, _NO_CLASSES, piece_ends, dead,
                            _new_memo(data.shape[0]), parts, ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache,
                            chunk_ints, chunk_keys)
 

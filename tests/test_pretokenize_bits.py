@@ -1,5 +1,6 @@
-"""The bit-parallel ASCII pre-tokenizer must split exactly like ``regex.findall`` (and so like the
-general compiled pre-tokenizer); its bit primitives must compute what their Python twins do."""
+"""The bit-parallel pre-tokenizer (over the bytes of ASCII text, over the characters of any other)
+must split exactly like ``regex.findall`` (and so like the general compiled pre-tokenizer); its bit
+primitives must compute what their Python twins do."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from bpebench.algorithms.formats.patterns import PATTERNS
 from bpebench.algorithms.kernels import bits
 from bpebench.algorithms.kernels.jit import njit
 from bpebench.algorithms.pipeline import unicode_table as ut
-from bpebench.algorithms.pipeline.pretokenize_ascii import (B_APOS, B_BLANK, B_CRLF, B_DIGIT, B_LOWER, B_SLASH,
-                                                            B_SPACE, B_UPPER, ascii_bitmaps, piece_ends_ascii)
+from bpebench.algorithms.pipeline.pretokenize_bits import (B_APOS, B_BLANK, B_CRLF, B_DIGIT, B_LOWER, B_SLASH,
+                                                           B_SPACE, B_UPPER, ascii_bitmaps, class_bitmaps,
+                                                           piece_ends_ascii, piece_ends_chars)
 from bpebench.algorithms.pipeline.pretokenize_compiled import PATTERN_IDS, get_tables, piece_ends_utf8, stdlib_source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,11 +103,67 @@ def test_stdlib_text_equals_the_general_pre_tokenizer(kind):
         assert np.array_equal(piece_ends_ascii(data, pattern_id), piece_ends_utf8(data, pattern_id, stage1, stage2)), name
 
 
+#: characters of every class the patterns see, beyond ASCII: letters of one case or none, the long s
+#: that folds to s, Kelvin sign, no-break and ideographic spaces, curly quotes, dashes, digits of other
+#: scripts, a title-case letter, line separators; and ones in both of o200k's case classes
+NON_ASCII = list("\u00e9\u00c9\u017f\u212a\u00a0\u3000\u2019\u201c\u2014\u0663\u2460\u0416\u0436\u03a3\u03c3"
+                 "\u0130\u01c5\U0001d7ce\u2028\u0085")
+BOTH_CASES = list("\u4e2d\u3042\u0301\u02b0\u0915\u093f")
+
+
+def check_chars(text: str) -> None:
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    stage1, stage2 = get_tables()
+    for name, pattern_id in PATTERN_IDS.items():
+        got = piece_ends_chars(data, pattern_id, stage1, stage2).tolist()
+        if name == "o200k" and any(c in BOTH_CASES for c in text):
+            assert got == [], text  # refused: the general pre-tokenizer splits it
+            continue
+        pieces = REFERENCE[name].findall(text)
+        expected = np.cumsum([len(p.encode("utf-8")) for p in pieces]).tolist()
+        assert got == expected, (name, text, pieces)
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(ALPHABET + NON_ASCII + BOTH_CASES), max_size=200))
+def test_any_text_over_its_characters(text):
+    check_chars(text)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.sampled_from(ALPHABET + NON_ASCII), st.sampled_from([1, 1, 2, 3, 64, 70])), max_size=30))
+def test_runs_of_characters_cross_the_words_of_the_bitmaps(parts):
+    check_chars("".join(char * count for char, count in parts))
+
+
+@pytest.mark.parametrize("text", TRICKY + ["\u017f 'ſ 'ſt ſ's", "it\u2019s \u201cquoted\u201d \u2014 x", "\u00a0\u00a0x \u3000\u3000y",
+                                           "caf\u00e9's", "\u0663\u0663\u0663\u0663 \u2460\u2461\u2462\u2463"])
+def test_tricky_strings_over_their_characters(text):
+    check_chars(text)
+
+
 def test_text_that_is_not_ascii_is_refused():
     for text in ["café", "x" * 100 + "é", "é" + "x" * 100]:
         data = np.frombuffer(text.encode(), dtype=np.uint8)
         assert piece_ends_ascii(data, PATTERN_IDS["o200k"]).tolist() == []
         assert not ascii_bitmaps(data, 0, len(data))[1]
+
+
+def test_character_bitmaps_of_ascii_text_are_the_byte_bitmaps():
+    from bpebench.algorithms.pipeline.pretokenize_compiled import utf8_class_words
+
+    stage1, stage2 = get_tables()
+    data = np.frombuffer(bytes(range(128)) * 3, dtype=np.uint8)
+    by_bytes, _ = ascii_bitmaps(data, 0, len(data))
+    for name, pattern_id in PATTERN_IDS.items():
+        by_chars, splittable = class_bitmaps(utf8_class_words(data, stage1, stage2), pattern_id)
+        assert splittable
+        if name == "o200k":
+            assert np.array_equal(by_chars, by_bytes)
+        else:  # one letter class: the case columns are not read
+            assert np.array_equal(by_chars[:, B_UPPER] | by_chars[:, B_LOWER], by_bytes[:, B_UPPER] | by_bytes[:, B_LOWER])
+            assert np.array_equal(np.delete(by_chars, [B_UPPER, B_LOWER], axis=1),
+                                  np.delete(by_bytes, [B_UPPER, B_LOWER], axis=1))
 
 
 def test_bitmaps_agree_with_the_unicode_class_table():
@@ -128,17 +186,18 @@ def test_bitmaps_agree_with_the_unicode_class_table():
 
 @njit
 def _compiled_bits(data, i, x):
-    return bits.cttz(x), bits.ctlz(x), bits.load_u64(data, i), bits.ascii_masks(data, i)
+    return bits.cttz(x), bits.ctlz(x), bits.load_u64(data, i), bits.ascii_masks(data, i), bits.bit_planes(data, i)
 
 
 @settings(max_examples=200)
 @given(st.binary(min_size=72, max_size=72), st.integers(0, 8), st.integers(0, 2**64 - 1))
 def test_bit_primitives_equal_their_python_twins(raw, i, x):
     data = np.frombuffer(raw, dtype=np.uint8)
-    cttz, ctlz, word, masks = _compiled_bits(data, i, np.uint64(x))
+    cttz, ctlz, word, masks, planes = _compiled_bits(data, i, np.uint64(x))
     assert cttz == bits._cttz_py(x) and ctlz == bits._ctlz_py(x)
     assert word == bits._load_u64_py(data, i) == int.from_bytes(raw[i:i + 8], "little")
     assert tuple(int(m) for m in masks) == tuple(int(m) for m in bits._ascii_masks_py(data, i))
+    assert tuple(int(p) for p in planes) == tuple(int(p) for p in bits._bit_planes_py(data, i))
 
 
 def test_runs_without_jit():
@@ -148,7 +207,7 @@ def test_runs_without_jit():
         "warnings.simplefilter('ignore')\n"
         "from bpebench.algorithms.formats.patterns import PATTERNS\n"
         "from bpebench.algorithms.pipeline.pretokenize_compiled import PATTERN_IDS\n"
-        "from bpebench.algorithms.pipeline.pretokenize_ascii import piece_ends_ascii\n"
+        "from bpebench.algorithms.pipeline.pretokenize_bits import piece_ends_ascii\n"
         "for t in [\"It's  A'LL 1234 ok!!\\r\\n\\n  x\", 'a' * 70 + ' \\n ' * 30 + './/\\n/x']:\n"
         "    for name, pid in PATTERN_IDS.items():\n"
         "        ends = piece_ends_ascii(np.frombuffer(t.encode(), np.uint8), pid).tolist()\n"

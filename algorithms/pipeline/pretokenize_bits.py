@@ -53,9 +53,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.bits import (MASK_APOS, MASK_BLANK, MASK_CRLF, MASK_DIGIT, MASK_LOWER, MASK_NON_ASCII, MASK_SLASH,
-                            MASK_SPACE, MASK_UPPER, ascii_masks, ctlz, cttz)
+                            MASK_SPACE, MASK_UPPER, ascii_masks, bit_planes, ctlz, cttz)
 from ..kernels.jit import njit
-from .pretokenize_compiled import CL100K, GPT2, O200K, QWEN2
+from .pretokenize_compiled import CL100K, GPT2, O200K, QWEN2, _contraction_tail
+from .pretokenize_compiled import utf8_classes as _utf8_classes
+from .unicode_table import F_APOS, F_CRLF, F_L, F_LO, F_N, F_SLASH, F_SPACE, F_UP, F_WS
 
 #: the columns of a bitmap row (``space`` = ``\s``, ``blank`` = exactly ``' '``)
 BITMAPS = ("upper", "lower", "digit", "space", "crlf", "slash", "blank", "apostrophe")
@@ -65,6 +67,7 @@ _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 _ALL = ~np.uint64(0)
 _TOP = np.uint64(63)
+_NO_CLASSES = np.zeros(0, dtype=np.uint16)
 
 
 @njit(cache=True)
@@ -113,6 +116,41 @@ def ascii_bitmaps(data, start, end):
         elif b == 39:
             bitmaps[k, B_APOS] |= bit
     return bitmaps, non_ascii == 0
+
+
+@njit(cache=True)
+def class_bitmaps(cls, pattern_id):
+    r"""The same bitmaps over the characters of a text given by their class words (``utf8_class_words``),
+    and whether the bit-parallel pre-tokenizer can split it: for o200k, no character may be in both
+    case classes (``\p{Lm}``, ``\p{Lo}``, ``\p{M}``), where ``[UP]*[LO]+`` can back off into a letter
+    run; the other patterns split every text. A character's byte code (one bit per column) is
+    computed without a branch, and each row's 64 codes are transposed into its bitmaps at once."""
+    n = cls.shape[0]
+    rows = (n >> 6) + 2
+    bitmaps = np.zeros((rows, _ROW), dtype=np.uint64)
+    codes = np.zeros(64, dtype=np.uint8)
+    cased = np.int64(pattern_id == O200K)
+    both = np.int64(0)
+    for k in range((n + 63) >> 6):
+        base = k << 6
+        count = min(64, n - base)
+        for j in range(count):
+            c = np.int64(cls[base + j])
+            letter = np.int64((c & F_L) != 0)
+            up = np.int64((c & F_UP) != 0)
+            lo = np.int64((c & F_LO) != 0)
+            both |= up & lo
+            upper = letter & cased & up
+            lower = letter & (1 - upper)
+            codes[j] = (upper | (lower << 1) | (np.int64((c & F_N) != 0) << 2) | (np.int64((c & F_WS) != 0) << 3)
+                        | (np.int64((c & F_CRLF) != 0) << 4) | (np.int64((c & F_SLASH) != 0) << 5)
+                        | (np.int64((c & F_SPACE) != 0) << 6) | (np.int64((c & F_APOS) != 0) << 7))
+        for j in range(count, 64):
+            codes[j] = 0
+        planes = bit_planes(codes, 0)
+        for column in range(_ROW):
+            bitmaps[k, column] = planes[column]
+    return bitmaps, (cased & both) == 0
 
 
 # ----------------------------------------------------------------------------- word algebra
@@ -176,10 +214,11 @@ def _final_whitespace(bitmaps, words):
 
 
 @njit(cache=True)
-def piece_starts(data, start, n, bitmaps, pattern_id):
-    """The bitmap of positions (relative to ``start``) where a piece of the ASCII text
-    ``data[start:start+n]`` starts, for ``pattern_id``: one uint64 per 64 positions and a zero word
-    after them. Position 0 is always set (for n > 0)."""
+def piece_starts(data, start, n, bitmaps, pattern_id, cls):
+    """The bitmap of positions where a piece starts, for ``pattern_id``: one uint64 per 64 positions
+    and a zero word after them; position 0 is always set (for n > 0). The positions are bytes of
+    the ASCII text ``data[start:start+n]`` (``ascii_bitmaps``; ``cls`` empty), or the ``n``
+    characters whose class words are ``cls`` (``class_bitmaps``)."""
     words = (n + 63) >> 6
     starts = np.zeros(words + 1, dtype=np.uint64)
     if n == 0:
@@ -191,7 +230,7 @@ def piece_starts(data, start, n, bitmaps, pattern_id):
         _starts_main(bitmaps, n, words, final, pattern_id, starts)
         if pattern_id == CL100K:
             _whitespace_to_end(bitmaps, n, starts)
-    _contractions(data, start, n, bitmaps, pattern_id, starts)
+    _contractions(data, start, n, bitmaps, pattern_id, starts, cls)
     return starts
 
 
@@ -339,7 +378,7 @@ def _contraction_end(data, start, n, i, exact):
 
 
 @njit(cache=True, _nrt=False)
-def _contractions(data, start, n, bitmaps, pattern_id, starts):
+def _contractions(data, start, n, bitmaps, pattern_id, starts, cls):
     """Apply the contractions, apostrophe by apostrophe from the left. o200k: after a word's
     letters ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` belongs to the word; the others: where an apostrophe
     starts a piece, ``'`` and the letters are a piece of their own. Either way the piece after
@@ -359,7 +398,10 @@ def _contractions(data, start, n, bitmaps, pattern_id, starts):
                     continue
             elif _bit(starts, j) == 0:
                 continue
-            end = _contraction_end(data, start, n, j + 1, exact)
+            if cls.shape[0] > 0:  # characters: the class words know which letters (?i:...) folds
+                end = _contraction_tail(cls, n, j + 1, exact)
+            else:
+                end = _contraction_end(data, start, n, j + 1, exact)
             if end < 0:
                 continue
             for q in range(j if o200k else j + 1, end):
@@ -376,7 +418,7 @@ def piece_ends_ascii(data, pattern_id):
     bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
     if not ascii_only:
         return np.zeros(0, dtype=np.int64)
-    starts = piece_starts(data, 0, n, bitmaps, pattern_id)
+    starts = piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES)
     ends = np.empty(n, dtype=np.int64)
     m = 0
     for k in range(starts.shape[0]):
@@ -389,5 +431,31 @@ def piece_ends_ascii(data, pattern_id):
             word &= word - _ONE
     if n > 0:
         ends[m] = n
+        m += 1
+    return ends[:m].copy()
+
+
+@njit(cache=True)
+def piece_ends_chars(data, pattern_id, stage1, stage2):
+    """All piece ends (byte offsets) of the UTF-8 text ``data`` split over its characters' class words
+    (``class_bitmaps``), or an empty array when the bit-parallel pre-tokenizer cannot split it."""
+    cls, offsets = _utf8_classes(data, stage1, stage2)
+    n = cls.shape[0]
+    bitmaps, easy = class_bitmaps(cls, pattern_id)
+    if not easy:
+        return np.zeros(0, dtype=np.int64)
+    starts = piece_starts(data, 0, n, bitmaps, pattern_id, cls)
+    ends = np.empty(n + 1, dtype=np.int64)
+    m = 0
+    for k in range(starts.shape[0]):
+        word = starts[k]
+        if k == 0:
+            word &= ~_ONE
+        while word != 0:
+            ends[m] = offsets[(k << 6) + cttz(word)]
+            m += 1
+            word &= word - _ONE
+    if n > 0:
+        ends[m] = offsets[n]
         m += 1
     return ends[:m].copy()
