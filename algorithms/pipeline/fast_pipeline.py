@@ -143,8 +143,8 @@ from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
 from .pretokenize_bits import ascii_bitmaps, class_bitmaps, piece_starts
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
-from ..kernels.short_piece import (MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, medium_token_at,
-                                   merge_short_piece, short_token, short_token_at, token_slot)
+from ..kernels.short_piece import (MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token_at, merge_short_piece,
+                                   short_token_at, token_slot)
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -190,21 +190,6 @@ def _heap_scratch(plan, n):
 
 
 # ----------------------------------------------------------------------------- the fused loop
-@njit(cache=True, inline="always")
-def _whole_token(short_tokens, medium_tokens, trie, two_byte_start, data, start, end):
-    """The token BPE produces whose bytes are all of ``data[start:end]`` (not empty), or -1.
-
-    Pieces of at most 16 bytes that start with an ASCII byte take one hash probe; others
-    walk the trie (a walk fails within a byte or two on most non-tokens, and was faster
-    than hashing for pieces that start with a non-ASCII byte)."""
-    length = end - start
-    if length <= MEDIUM_TOKEN_BYTES and data[start] < 0x80:
-        if length <= SHORT_TOKEN_BYTES:
-            return short_token(short_tokens, data, start, end)
-        return medium_token(medium_tokens, data, start, end)
-    return spelled_token(trie, two_byte_start, data, start, end)
-
-
 #: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
 _MEMO_MIN_SLOTS = 16
 _MEMO_MAX_SLOTS = 4096
@@ -409,7 +394,7 @@ def _low_bytes(word, count):
 
 @njit(cache=True, _nrt=False)
 def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, dead, memo, parts, ranks, heap, out,
-                    n_out, cache, chunk_ints, chunk_keys):
+                    n_out, cache, chunk_ints, chunk_keys, lookup_only=False):
     """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
     piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
     read of a table of megabytes per piece, which the previous pieces' work now hides); then the
@@ -422,7 +407,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     class words of the text's characters). ``parts`` and ``ranks`` are the merge loop's scratch
     (``short_limit`` slots), ``heap`` the long pieces' when merges run out of priority order
     (:class:`HeapScratch`); ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 2])
-    the chunk's.
+    the chunk's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of several
+    tokens.
 
     Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
     with it, every inlined helper and every call that takes an array paid an atomic
@@ -520,7 +506,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
             if token >= 0:
                 out[n_out] = token
                 n_out += 1
-            else:
+            elif not lookup_only:
                 n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
                                                         token_of_rank, token_offset, short_limit, data, piece_start,
                                                         piece_end, dead, memo, parts, ranks, heap, out, n_out, cache)
@@ -615,34 +601,39 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
 
 # ----------------------------------------------------------------------------- stage probe
 @njit(cache=True)
-def probe_stages(plan, data, stop):
+def probe_stages(plan, data, stop, out):
     """What the first stages of ``encode_utf8`` cost, for the benchmark's stage table (JIT only):
-    ``stop`` 0 decodes and classifies the text, 1 also finds every piece, 2 also looks every
-    piece up as one whole token (multi-token pieces are left unencoded). Returns a checksum
-    so that no stage is optimised away."""
-    cls = utf8_class_words(data, plan.stage1, plan.stage2)
+    ``stop`` 0 classifies the text (the bitmaps, or class words), 1 also finds every piece, 2 also
+    looks every piece up as one whole token in the chunked loop (pieces of several tokens are
+    left out). Returns a checksum so that no stage is optimised away."""
+    n = data.shape[0]
+    bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
+    cls, offsets = _NO_CLASSES, _NO_OFFSETS
+    splittable = True
+    if not ascii_only:
+        cls, offsets = utf8_classes(data, plan.stage1, plan.stage2)
+        bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if stop == 0:
-        return np.int64(cls.shape[0])
-    matcher = plan.matcher
-    return _probe_pieces(cls, data, plan.pattern_id, plan.short_tokens, plan.medium_tokens, matcher.forward,
-                         matcher.two_byte_start, stop)
-
-
-@njit(cache=True, _nrt=False)
-def _probe_pieces(cls, data, pattern_id, short_tokens, medium_tokens, forward, two_byte_start, stop):
-    n_chars = cls.shape[0]
-    ascii_only = n_chars == data.shape[0]
-    total = np.int64(0)
-    char = 0
-    piece_start = 0
-    while char < n_chars:
-        piece_end, char = _next_piece(cls, char, piece_start, pattern_id, ascii_only)
-        if stop >= 2:
-            total += _whole_token(short_tokens, medium_tokens, forward, two_byte_start, data, piece_start, piece_end)
-        else:
-            total += piece_end
-        piece_start = piece_end
-    return total
+        return np.int64(bitmaps.shape[0] + cls.shape[0])
+    starts = _NO_STARTS
+    if splittable:
+        starts = piece_starts(data, 0, cls.shape[0] if cls.shape[0] > 0 else n, bitmaps, plan.pattern_id, cls)
+    if stop == 1:
+        if splittable:
+            return np.int64(starts[0] + starts[starts.shape[0] // 2])
+        total = np.int64(0)
+        char = 0
+        piece_start = 0
+        while char < cls.shape[0]:
+            piece_start, char = _next_piece(cls, char, piece_start, plan.pattern_id, False)
+            total += piece_start
+        return total
+    parts, ranks = _merge_scratch(plan)
+    chunk_ints, chunk_keys = _chunk_scratch()
+    dead = np.empty(0, dtype=np.uint8)
+    return _encode_chunked(plan, data, 0, n, starts, offsets, cls, _NO_PIECE_ENDS, dead, _new_memo(0), parts, ranks,
+                           _heap_scratch(plan, 0), out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
+                           chunk_keys, True)
 
 
 # ----------------------------------------------------------------------------- Python front end
