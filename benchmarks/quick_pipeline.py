@@ -352,6 +352,15 @@ def _flat_ids(output) -> list[int]:
     return np.asarray(output).ravel().tolist()
 
 
+def _own_pipeline(vocab) -> Tokenizer:
+    """A Tokenizer with a fused pipeline (so piece caches) of its own."""
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline
+
+    tok = Tokenizer(vocab)
+    tok._fused = FusedPipeline(vocab)
+    return tok
+
+
 def table_allcore(vocabs: list[str], rounds: int) -> None:
     """All cores on unseen text: the measured documents are dealt into ``rounds`` disjoint
     batches; every implementation encodes each batch once (the order of implementations rotates
@@ -372,8 +381,9 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
     n_bytes = sum(len(d.encode()) for d in measured)
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
-        # one Tokenizer per row: a piece cache that met a batch in one row must not serve it in the next
-        one, many, long_one, long_many, flat_many = (Tokenizer(vocab) for _ in range(5))
+        # one pipeline per row (Tokenizers of one vocabulary share theirs): a piece cache that met a
+        # batch in one row must not serve it in the next
+        one, many, long_one, long_many, flat_many = (_own_pipeline(vocab) for _ in range(5))
         functions = {
             "ours batch, 1 thread": lambda texts: one.encode_ordinary_batch(texts, num_threads=1),
             f"ours batch, {cpus} threads": lambda texts: many.encode_ordinary_batch(texts),

@@ -520,12 +520,37 @@ def test_threads_give_the_ids_of_one_thread(name, threads):
 def test_cut_text_cuts_only_before_a_letter_after_a_line_feed():
     from bpebench.algorithms.pipeline.parallel import cut_text
 
-    text = ("word " * 30_000 + "\n") * 4 + "Ünïcode\n  \nx"
+    text = ("word " * 30_000 + "end\n") * 4 + "Ünïcode\n  \nx"
     parts = cut_text(text, 4, "o200k")
     assert "".join(parts) == text and len(parts) == 4
-    for part in parts[1:]:
-        assert part[0].isalpha()
+    for before, part in zip(parts, parts[1:]):
+        assert part[0].isalpha() and before[-1] == "\n" and not before[-2].isspace()
     assert cut_text(text, 4, None) == [text]  # an unknown pattern is never cut
+    # whitespace before the line feed: no cut (gpt2 would split that run otherwise)
+    assert cut_text(("word " * 30_000 + " \n") * 4, 4, "gpt2") == [("word " * 30_000 + " \n") * 4]
+
+
+@settings(max_examples=20, deadline=None)
+@given(lines=st.lists(st.text(alphabet=st.sampled_from(list("ab \t\r\n.'1é中")), max_size=12), min_size=2, max_size=12))
+def test_cut_text_and_the_kernels_segments_split_like_the_whole_text(lines):
+    """Every part of a cut text splits like its stretch of the whole text, for every pattern; so do
+    the kernel's segments (texts longer than SEGMENT_BYTES cut at the same kind of place)."""
+    from bpebench.algorithms.formats.patterns import PATTERNS
+    from bpebench.algorithms.pipeline import fast_pipeline
+    from bpebench.algorithms.pipeline.parallel import cut_text
+
+    text = "\n".join(lines) * 3
+    for name, pattern in PATTERNS.items():
+        whole = regex.findall(pattern, text)
+        parts = cut_text(text, 8, name) if len(text) > 8 else [text]
+        assert [p for part in parts for p in regex.findall(pattern, part)] == whole, name
+    long_text = text * (1 + 3 * fast_pipeline.SEGMENT_BYTES // max(len(text.encode("utf-8")), 1))
+    for name in ("gpt2", "o200k", "cl100k"):
+        vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b" \n", b"\n\n", b"ab", b" a"], name=name,
+                                      pattern=name)
+        pipeline = FusedPipeline(vocab, piece_cache_slots=0)
+        expected = Tokenizer(vocab, algorithm="backtracking", pretokenizer="regex").encode_ordinary(long_text)
+        assert pipeline.encode_utf8(long_text.encode("utf-8")).tolist() == expected, name
 
 
 def test_thread_count_from_the_environment(monkeypatch):

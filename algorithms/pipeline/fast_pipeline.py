@@ -537,6 +537,38 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
                            ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
 
 
+#: texts are split in segments of about this many bytes, each cut where a piece must start (a line
+#: feed, then an ASCII letter): each segment takes the bit-parallel pre-tokenizer unless it holds
+#: characters it cannot split (one CJK character then costs its segment, not the whole text), and
+#: its bitmaps stay in the core's caches
+SEGMENT_BYTES = 1 << 15
+
+
+@njit(cache=True, inline="always")
+def _segment_end(data, start, end):
+    """Where the segment that starts at ``start`` ends: the first position at least
+    ``SEGMENT_BYTES`` on that holds an ASCII letter after a line feed after a printable ASCII
+    character (no piece of the five patterns runs across it, see ``parallel._BOUNDARY``), or ``end``."""
+    i = start + SEGMENT_BYTES
+    while i < end:
+        if data[i - 1] == 10 and 97 <= (data[i] | 32) <= 122 and 33 <= data[i - 2] <= 126:
+            return i
+        i += 1
+    return end
+
+
+@njit(cache=True, inline="always")
+def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
+                     chunk_keys):
+    """``_encode_span`` over each segment of ``data[start:end]``."""
+    while start < end:
+        stop = _segment_end(data, start, end)
+        n_out = _encode_span(plan, data, start, stop, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
+                             chunk_keys)
+        start = stop
+    return n_out
+
+
 @njit(cache=True)
 def _chunk_scratch():
     return np.empty((CHUNK, 2), dtype=np.int64), np.empty((CHUNK, 2), dtype=np.uint64)
@@ -556,8 +588,8 @@ def encode_utf8(plan, data, out, cache):
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     parts, ranks = _merge_scratch(plan)
     chunk_ints, chunk_keys = _chunk_scratch()
-    return _encode_span(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks,
-                        _heap_scratch(plan, data.shape[0]), out, 0, cache, chunk_ints, chunk_keys)
+    return _encode_segments(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks,
+                            _heap_scratch(plan, data.shape[0]), out, 0, cache, chunk_ints, chunk_keys)
 
 
 #: ``piece_ends`` of ``_encode_chunked`` when a compiled pre-tokenizer finds the pieces
@@ -593,7 +625,7 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
-        n_out = _encode_span(plan, data, text_offsets[i], text_offsets[i + 1], dead, memo, parts, ranks, heap, out,
+        n_out = _encode_segments(plan, data, text_offsets[i], text_offsets[i + 1], dead, memo, parts, ranks, heap, out,
                              n_out, cache, chunk_ints, chunk_keys)
         out_offsets[i + 1] = n_out
     return n_out
