@@ -372,7 +372,7 @@ def _pieces_entry(function, description: dict, plan):
         bound = state[1] if plan is state[0] else rebind(plan)
         _check_vector("data", data, _U8, 0)
         _check_vector("out", out, _I32, len(data), writable=True)
-        _check_vector("piece_ends", piece_ends, _I64, 0)
+        _check_vector("piece_ends", piece_ends, _I64, 0, writable=True)
         if len(piece_ends) and (piece_ends[-1] != len(data) or (len(piece_ends) > 1 and (piece_ends[1:] <= piece_ends[:-1]).any())
                                 or piece_ends[0] <= 0):
             raise ValueError("piece_ends must increase from above 0 to len(data)")

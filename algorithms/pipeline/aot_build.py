@@ -70,7 +70,9 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         cc.export("encode_utf8", types.int64(handle, data, ids, cache))(exports["encode_utf8"])
         cc.export("encode_utf8_batch", types.int64(handle, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
-        cc.export("encode_pieces", types.int64(handle, data, offsets, ids, cache))(exports["encode_pieces"])
+        # writable, as the empty piece ends of the other entry points are: one compiled copy of the loop
+        piece_ends = types.Array(types.int64, 1, "C")
+        cc.export("encode_pieces", types.int64(handle, data, piece_ends, ids, cache))(exports["encode_pieces"])
         cc.compile()
         cpu = llvm.get_host_cpu_name()
         id_lists = _compile_id_lists(out_dir)

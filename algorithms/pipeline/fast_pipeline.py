@@ -394,7 +394,7 @@ def _low_bytes(word, count):
 
 @njit(cache=True, _nrt=False)
 def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, dead, memo, parts, ranks, heap, out,
-                    n_out, cache, chunk_ints, chunk_keys, lookup_only=False):
+                    n_out, cache, chunk_ints, chunk_keys, lookup_only):
     """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
     piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
     read of a table of megabytes per piece, which the previous pieces' work now hides); then the
@@ -522,19 +522,29 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII, over
     its characters if the pattern can be split that way (any text but o200k's with letters or
     marks in both case classes), else with the general one."""
+    # every call below passes arrays of the same types (made here, not module constants, which numba
+    # types as read-only): one compiled copy of the loop instead of one per combination
+    no_starts, no_offsets, no_classes, no_ends = _empty_sources()
     bitmaps, ascii_only = ascii_bitmaps(data, start, end)
     if ascii_only:
-        starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, _NO_CLASSES)
-        return _encode_chunked(plan, data, start, end, starts, _NO_OFFSETS, _NO_CLASSES, _NO_PIECE_ENDS, dead, memo,
-                               parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
+        starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
+        return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
+                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False)
     cls, offsets = utf8_classes(data[start:end], plan.stage1, plan.stage2)
     bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if splittable:
         starts = piece_starts(data, start, cls.shape[0], bitmaps, plan.pattern_id, cls)
-        return _encode_chunked(plan, data, start, end, starts, offsets, cls, _NO_PIECE_ENDS, dead, memo, parts, ranks,
-                               heap, out, n_out, cache, chunk_ints, chunk_keys)
-    return _encode_chunked(plan, data, start, end, _NO_STARTS, _NO_OFFSETS, cls, _NO_PIECE_ENDS, dead, memo, parts,
-                           ranks, heap, out, n_out, cache, chunk_ints, chunk_keys)
+        return _encode_chunked(plan, data, start, end, starts, offsets, cls, no_ends, dead, memo, parts, ranks, heap,
+                               out, n_out, cache, chunk_ints, chunk_keys, False)
+    return _encode_chunked(plan, data, start, end, no_starts, no_offsets, cls, no_ends, dead, memo, parts, ranks, heap,
+                           out, n_out, cache, chunk_ints, chunk_keys, False)
+
+
+@njit(cache=True, inline="always")
+def _empty_sources():
+    """Empty (starts, offsets, class words, piece ends) for ``_encode_chunked``'s unused piece sources."""
+    return (np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint16),
+            np.empty(0, dtype=np.int64))
 
 
 #: texts are split in segments of about this many bytes, each cut where a piece must start (a line
@@ -592,11 +602,6 @@ def encode_utf8(plan, data, out, cache):
                             _heap_scratch(plan, data.shape[0]), out, 0, cache, chunk_ints, chunk_keys)
 
 
-#: ``piece_ends`` of ``_encode_chunked`` when a compiled pre-tokenizer finds the pieces
-_NO_PIECE_ENDS = np.zeros(0, dtype=np.int64)
-_NO_CLASSES = np.zeros(0, dtype=np.uint16)
-_NO_STARTS = np.zeros(0, dtype=np.uint64)
-_NO_OFFSETS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -608,9 +613,10 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     chunk_ints, chunk_keys = _chunk_scratch()
     if piece_ends.shape[0] == 0:
         return np.int64(0)
-    return _encode_chunked(plan, data, 0, data.shape[0], _NO_STARTS, _NO_OFFSETS, _NO_CLASSES, piece_ends, dead,
+    no_starts, no_offsets, no_classes, _ = _empty_sources()
+    return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
                            _new_memo(data.shape[0]), parts, ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache,
-                           chunk_ints, chunk_keys)
+                           chunk_ints, chunk_keys, False)
 
 
 @njit(cache=True, nogil=True)
@@ -640,14 +646,13 @@ def probe_stages(plan, data, stop, out):
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
     bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
-    cls, offsets = _NO_CLASSES, _NO_OFFSETS
+    starts, offsets, cls, no_ends = _empty_sources()
     splittable = True
     if not ascii_only:
         cls, offsets = utf8_classes(data, plan.stage1, plan.stage2)
         bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if stop == 0:
         return np.int64(bitmaps.shape[0] + cls.shape[0])
-    starts = _NO_STARTS
     if splittable:
         starts = piece_starts(data, 0, cls.shape[0] if cls.shape[0] > 0 else n, bitmaps, plan.pattern_id, cls)
     if stop == 1:
@@ -663,7 +668,7 @@ def probe_stages(plan, data, stop, out):
     parts, ranks = _merge_scratch(plan)
     chunk_ints, chunk_keys = _chunk_scratch()
     dead = np.empty(0, dtype=np.uint8)
-    return _encode_chunked(plan, data, 0, n, starts, offsets, cls, _NO_PIECE_ENDS, dead, _new_memo(0), parts, ranks,
+    return _encode_chunked(plan, data, 0, n, starts, offsets, cls, no_ends, dead, _new_memo(0), parts, ranks,
                            _heap_scratch(plan, 0), out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
                            chunk_keys, True)
 
