@@ -122,3 +122,27 @@ def test_concurrent_first_use_of_the_registry_waits_for_the_whole_discovery(plug
         "print(sorted(found), errors)\n"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"{['backtracking'] * 4 + ['slowplug'] * 4} []", proc.stdout
+
+
+def test_the_default_order_is_the_registry_ranking_of_the_built_in_exact_encoders():
+    """``default_encoder_name`` imports encoder modules one at a time in ``DEFAULT_ORDER``; that order
+    must be the one the whole registry gives (speed rank, then name), and the first choice the same,
+    for a vocabulary whose merges run in order and for one whose merges do not."""
+    code = (
+        "from bpebench.algorithms.core import registry\n"
+        "from bpebench.algorithms.formats import load_vocabulary\n"
+        "from bpebench.properties.vocabularies import as_merge_list, break_merge_order\n"
+        "v = load_vocabulary('cl100k_base')\n"
+        "shaped = break_merge_order(as_merge_list(v), 0.02, seed=1)\n"
+        "fast = [registry.default_encoder_name(x) for x in (None, v, shaped)]\n"
+        "assert not registry._builtins_imported\n"
+        "registry._import_builtin_modules()\n"
+        "full = [registry.default_encoder_name(x) for x in (None, v, shaped)]\n"
+        "exact = sorted((n for n, c in registry._REGISTRY.items() if c.is_exact() and registry.is_builtin(n)),\n"
+        "               key=lambda n: (registry._REGISTRY[n].speed_rank, n))\n"
+        "print(fast, full, exact == [n for n, _ in registry.DEFAULT_ORDER])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["['backtracking',", "'backtracking',", "'heap']",
+                                   "['backtracking',", "'backtracking',", "'heap']", "True"], proc.stdout

@@ -307,31 +307,35 @@ class AotModule:
         The plan's leaves are checked once (and again if another plan is passed), the
         other arrays on every call (about 0.2 us). Raises AotError if the plan does not
         match the compiled types."""
-        return (_encode_entry(self.module.encode_utf8, self.manifest["plan"], plan),
-                _batch_entry(self.module.encode_utf8_batch, self.manifest["plan"], plan),
-                _pieces_entry(self.module.encode_pieces, self.manifest["plan"], plan))
+        description = self.manifest["plan"]
+        handle = plan_handle(plan, description)
+        return (_encode_entry(self.module.encode_utf8, description, plan, handle),
+                _batch_entry(self.module.encode_utf8_batch, description, plan, handle),
+                _pieces_entry(self.module.encode_pieces, description, plan, handle))
 
 
 _U8, _I32, _I64 = np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
 
 
-def _binder(function, description: dict, plan) -> list:
+def _binder(function, description: dict, plan, handle=None) -> list:
     """``[plan, function with the plan's checked handle bound, handle]``; ``rebind`` replaces them. The
-    state keeps the plan alive while its handle (which holds the addresses of its arrays) is bound."""
+    state keeps the plan alive while its handle (which holds the addresses of its arrays) is bound.
+    ``handle``: ``plan``'s, when already made (the three entry points of one plan share it)."""
     state = [None, None, None]
 
-    def rebind(new_plan):
-        handle = plan_handle(new_plan, description)
+    def rebind(new_plan, handle=None):
+        if handle is None:
+            handle = plan_handle(new_plan, description)
         state[1] = functools.partial(function, handle)
         state[0], state[2] = new_plan, handle
         return state[1]
 
-    rebind(plan)
+    rebind(plan, handle)
     return state, rebind
 
 
-def _encode_entry(function, description: dict, plan):
-    state, rebind = _binder(function, description, plan)
+def _encode_entry(function, description: dict, plan, handle=None):
+    state, rebind = _binder(function, description, plan, handle)
 
     def encode_utf8(plan, data, out, cache):
         bound = state[1] if plan is state[0] else rebind(plan)
@@ -347,8 +351,8 @@ def _encode_entry(function, description: dict, plan):
     return encode_utf8
 
 
-def _batch_entry(function, description: dict, plan):
-    state, rebind = _binder(function, description, plan)
+def _batch_entry(function, description: dict, plan, handle=None):
+    state, rebind = _binder(function, description, plan, handle)
 
     def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
         bound = state[1] if plan is state[0] else rebind(plan)
@@ -365,8 +369,8 @@ def _batch_entry(function, description: dict, plan):
     return encode_utf8_batch
 
 
-def _pieces_entry(function, description: dict, plan):
-    state, rebind = _binder(function, description, plan)
+def _pieces_entry(function, description: dict, plan, handle=None):
+    state, rebind = _binder(function, description, plan, handle)
 
     def encode_pieces(plan, data, piece_ends, out, cache):
         bound = state[1] if plan is state[0] else rebind(plan)
