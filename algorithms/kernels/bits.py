@@ -72,32 +72,26 @@ def _prefetch_py(array, i):
     return None
 
 
-@intrinsic(_cttz_py)
-def cttz(typingctx, x):
-    from llvmlite import ir
-    from numba.core import types
+def _zero_count(llvm_name: str):
+    """The definition of an intrinsic counting a uint64's trailing or leading zero bits (64 for 0)."""
 
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.uint64)
-        i64 = ir.IntType(64)
-        fn = builder.module.declare_intrinsic("llvm.cttz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
-        return builder.call(fn, [value, ir.Constant(ir.IntType(1), 0)])
+    def definition(typingctx, x):
+        from llvmlite import ir
+        from numba.core import types
 
-    return types.int64(x), codegen
+        def codegen(context, builder, signature, args):
+            value = context.cast(builder, args[0], signature.args[0], types.uint64)
+            i64 = ir.IntType(64)
+            fn = builder.module.declare_intrinsic(llvm_name, [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
+            return builder.call(fn, [value, ir.Constant(ir.IntType(1), 0)])  # 0: defined for 0 (gives 64)
+
+        return types.int64(x), codegen
+
+    return definition
 
 
-@intrinsic(_ctlz_py)
-def ctlz(typingctx, x):
-    from llvmlite import ir
-    from numba.core import types
-
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.uint64)
-        i64 = ir.IntType(64)
-        fn = builder.module.declare_intrinsic("llvm.ctlz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
-        return builder.call(fn, [value, ir.Constant(ir.IntType(1), 0)])
-
-    return types.int64(x), codegen
+cttz = intrinsic(_cttz_py)(_zero_count("llvm.cttz"))
+ctlz = intrinsic(_ctlz_py)(_zero_count("llvm.ctlz"))
 
 
 def _element_pointer(context, builder, array_type, array, index, index_type):

@@ -68,6 +68,7 @@ _ZERO = np.uint64(0)
 _ALL = ~np.uint64(0)
 _TOP = np.uint64(63)
 _NO_CLASSES = np.zeros(0, dtype=np.uint16)
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True)
@@ -418,19 +419,27 @@ def piece_ends_ascii(data, pattern_id):
     bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
     if not ascii_only:
         return np.zeros(0, dtype=np.int64)
-    starts = piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES)
-    ends = np.empty(n, dtype=np.int64)
+    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES), n, _NO_OFFSETS)
+
+
+@njit(cache=True, inline="always")
+def _ends(starts, n, offsets):
+    """The piece ends a start bitmap over ``n`` positions gives: byte offsets (``offsets`` of the
+    characters, or the positions themselves when it is empty)."""
+    ends = np.empty(n + 1, dtype=np.int64)
+    by_char = offsets.shape[0] > 0
     m = 0
     for k in range(starts.shape[0]):
         word = starts[k]
         if k == 0:
             word &= ~_ONE
         while word != 0:
-            ends[m] = (k << 6) + cttz(word)
+            position = (k << 6) + cttz(word)
+            ends[m] = offsets[position] if by_char else position
             m += 1
             word &= word - _ONE
     if n > 0:
-        ends[m] = n
+        ends[m] = offsets[n] if by_char else n
         m += 1
     return ends[:m].copy()
 
@@ -444,18 +453,4 @@ def piece_ends_chars(data, pattern_id, stage1, stage2):
     bitmaps, easy = class_bitmaps(cls, pattern_id)
     if not easy:
         return np.zeros(0, dtype=np.int64)
-    starts = piece_starts(data, 0, n, bitmaps, pattern_id, cls)
-    ends = np.empty(n + 1, dtype=np.int64)
-    m = 0
-    for k in range(starts.shape[0]):
-        word = starts[k]
-        if k == 0:
-            word &= ~_ONE
-        while word != 0:
-            ends[m] = offsets[(k << 6) + cttz(word)]
-            m += 1
-            word &= word - _ONE
-    if n > 0:
-        ends[m] = offsets[n]
-        m += 1
-    return ends[:m].copy()
+    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, cls), n, offsets)
