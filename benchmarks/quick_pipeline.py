@@ -565,7 +565,7 @@ def table_cache(vocabs: list[str], rounds: int) -> None:
     from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline
     from bpebench.benchmarks import protocol
 
-    sizes = (0, 1 << 12, 1 << 13, 1 << 14)
+    sizes = (0, 1 << 13, 1 << 14, 1 << 15)
     print("\npiece cache: time without it / time with it (above 1: the cache helps), unseen text, one CPU,"
           f" median of {rounds} rounds")
     protocol.pin_to_one_cpu()

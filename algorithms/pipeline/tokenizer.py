@@ -130,8 +130,8 @@ class Tokenizer:
             reference ``regex.findall``; ``"compiled"`` to require the compiled one; or any
             object with ``split(text) -> list[str]``. Without a pattern the whole text is one piece.
         piece_cache: the fused pipeline's exact piece cache (multi-token pieces of up to 24 bytes
-            -> their ids, per thread, kept across calls): True for the default size (16,384 rows,
-            1 MiB per thread), False to turn it off, or a power of two (rows of 64 bytes).
+            -> their ids, per thread, kept across calls): True for the default size (32,768 rows,
+            2 MiB per thread), False to turn it off, or a power of two (rows of 64 bytes).
     """
 
     def __init__(
