@@ -9,7 +9,7 @@ checks the outcome against an independent oracle:
 
 * ``caches``: a warm cache directory has one kind of derived file damaged (bit flips, truncation,
   zeroed range, empty file, random garbage): the vocabulary store (``vocabularies/*.bpv``), the
-  corpora, the Unicode class tables (``*.npz``), numba's index and data files
+  corpora, the Unicode class tables (``unicode_classes_*``), numba's index and data files
   (``NUMBA_CACHE_DIR``) and the ahead-of-time module (``aot/``). Then ``bpebench encode`` must give
   tiktoken's ids for cl100k (ranks from bpe-openai, the cl100k pattern) and ``bpebench corpora
   --out`` the undamaged corpus bytes; the run after must need no repair (the cache healed).
@@ -256,7 +256,7 @@ def cache_files(lab: Lab, kind: str) -> list[Path]:
     if kind == "corpora":
         return sorted(p for p in (lab.cache / "corpora").rglob("*") if p.is_file())
     if kind == "unicode":
-        return sorted(lab.cache.glob("*.npz"))
+        return sorted(lab.cache.glob("unicode_classes_*"))
     if kind == "numba-index":
         return sorted(lab.numba.rglob("*.nbi"))
     if kind == "numba-data":

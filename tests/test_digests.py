@@ -48,3 +48,27 @@ def test_a_damaged_index_is_ignored(tmp_path, monkeypatch):
     digests.index_path().write_text('{"%s": "garbage"}' % path.resolve())
     digests._memo = None
     assert digests.file_digest(path) == _sha(path)
+
+
+def test_the_index_forgets_files_that_are_gone_and_keeps_the_newest(tmp_path, monkeypatch):
+    """Every fresh process parses the index: entries of deleted files go, and at most
+    ``MAX_ENTRIES`` (the most recently hashed) stay, each still the file's true digest."""
+    import json
+
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(digests, "MAX_ENTRIES", 3)
+    gone = tmp_path / "gone.bin"
+    gone.write_bytes(b"soon deleted")
+    digests.file_digest(gone)
+    gone.unlink()
+    paths = []
+    for i in range(5):
+        path = tmp_path / f"f{i}.bin"
+        path.write_bytes(bytes([i]) * 10)
+        paths.append(path)
+        assert digests.file_digest(path) == _sha(path)
+    stored = json.loads(digests.index_path().read_bytes())
+    assert sorted(stored) == sorted(os.path.abspath(p) for p in paths[-3:])
+    digests._memo = None
+    for path in paths:  # forgotten ones are hashed again, never answered wrongly
+        assert digests.file_digest(path) == _sha(path)

@@ -70,7 +70,24 @@ def _entries() -> dict[str, list]:
     return _memo
 
 
+#: entries kept at most (the most recently hashed): every fresh process parses the index
+MAX_ENTRIES = 256
+
+
+def _hashed_at(entry) -> int:
+    stamp = entry[4] if isinstance(entry, list) and len(entry) == 6 else 0
+    return stamp if isinstance(stamp, int) else 0
+
+
 def _save(entries: dict[str, list]) -> None:
     from .files import write_atomically
 
+    # files that are gone (a test's temporary directory, an old vocabulary) only slow the parse
+    for key in [key for key in entries if not os.path.exists(key)]:
+        del entries[key]
+    if len(entries) > MAX_ENTRIES:
+        newest = sorted(entries, key=lambda key: _hashed_at(entries[key]))[-MAX_ENTRIES:]
+        kept = {key: entries[key] for key in newest}
+        entries.clear()
+        entries.update(kept)
     write_atomically(index_path(), json.dumps(entries).encode())  # False (nothing written) when it cannot

@@ -147,6 +147,9 @@ def encoder_names() -> list[str]:
 def get_encoder_class(name: str) -> type[Encoder]:
     """The encoder class registered as ``name``; UnknownNameError lists the known names, and a
     plugin that failed to load says why."""
+    cls = _REGISTRY.get(name)
+    if cls is not None and _ORIGINS.get(name) == "built-in":  # e.g. the default, found without the rest
+        return cls
     _import_builtin_modules()
     cls = _REGISTRY.get(name)
     if cls is None:  # an outside encoder: scan the entry points

@@ -144,7 +144,6 @@ def _key_parts() -> dict:
 def _package_version(name: str) -> str | None:
     """The version in ``<package>/_version.py``, read without importing the package."""
     import importlib.util
-    import re
 
     try:
         spec = importlib.util.find_spec(name)
@@ -157,8 +156,15 @@ def _package_version(name: str) -> str | None:
             text = (Path(location) / "_version.py").read_text()
         except OSError:
             continue
-        found = re.search(r'"version": "([^"]+)"|version = "([^"]+)"', text)
-        return (found.group(1) or found.group(2)) if found else hashlib.sha256(text.encode()).hexdigest()[:16]
+        # plain string search: compiling a regular expression here cost a fresh process 0.3 ms
+        for marker in ('"version": "', 'version = "'):
+            at = text.find(marker)
+            if at >= 0:
+                at += len(marker)
+                close = text.find('"', at)
+                if close > at:
+                    return text[at:close]
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
     return "unknown"
 
 
