@@ -443,6 +443,54 @@ def test_helper_refuses_what_it_would_misread_and_leaks_nothing(aot_module):
         helper.id_list(objects)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(exclude_categories=()), max_size=40).map(lambda t: t + "\u00e9\u4e2d"),
+       cut=st.tuples(st.integers(0, 50), st.integers(0, 50)))
+def test_helper_utf8_span_is_the_slices_utf8(aot_module, text, cut):
+    """``utf8_span`` against Python's own encoder, on every kind of str (ASCII, Latin-1, BMP,
+    astral): the bytes of ``text[a:b]``, or None exactly when the span holds a surrogate."""
+    helper = aot_module.id_lists
+    surrogate = text[:3] + "\udc80" + text[3:]
+    for candidate in (text, text[:-1], text[:-2], "".join(c for c in text if c < "\u0100"), surrogate):
+        a, b = sorted(min(x, len(candidate)) for x in cut)
+        try:
+            expected = candidate[a:b].encode("utf-8")
+        except UnicodeEncodeError:
+            expected = None
+        assert helper.utf8_span(candidate, a, b) == expected
+
+
+def test_helper_join_lists_moves_the_items_and_leaks_nothing(aot_module):
+    helper = aot_module.id_lists
+    token = 10**30 + 7  # only this test holds it: its reference count is exact
+    held = sys.getrefcount(token)
+    parts = [[token, 1], [], [2, token, token], [3]]
+    expected = [x for part in parts for x in part]
+    before = sys.getrefcount(token)
+    joined = helper.join_lists(parts)
+    counted = sys.getrefcount(token)  # before the assertions: pytest keeps its operands alive
+    assert joined == expected and parts == [[], [], [], []]
+    assert counted == before  # moved, not copied: no new reference, none lost
+    parts[0].append(5)  # the emptied lists stay usable
+    assert parts[0] == [5] and helper.join_lists([]) == [] and helper.join_lists([[1]]) == [1]
+    del joined, expected
+    assert sys.getrefcount(token) == held
+    for bad in ([[1], (2,)], ([1],), "ab"):
+        with pytest.raises(TypeError, match="join_lists"):
+            helper.join_lists(bad)
+
+
+def test_helper_utf8_span_refuses_spans_outside_the_text(aot_module):
+    helper = aot_module.id_lists
+    for a, b in ((-1, 2), (2, 1), (0, 5)):
+        with pytest.raises(ValueError, match="not within the text's 4 characters"):
+            helper.utf8_span("abcd", a, b)
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        helper.utf8_span(b"abcd", 0, 1)
+    with pytest.raises(TypeError):
+        helper.utf8_span("abcd", "0", 1)
+
+
 def test_damaged_helper_is_never_loaded(aot_module, tmp_path):
     copy = _cache_root_with(tmp_path, aot_module.directory) / "aot" / aot_module.directory.name
     aot.verify_dir(copy)

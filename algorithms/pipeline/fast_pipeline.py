@@ -930,6 +930,28 @@ class FusedPipeline:
         np.take(self._shared_ints(), ids, out=gathered, mode="clip")
         return gathered.tolist()
 
+    def utf8_span(self, text: str, start: int, end: int) -> bytes:
+        """The UTF-8 bytes of ``text[start:end]`` (surrogates replaced as ``utf8`` does). With the
+        ahead-of-time helper they are converted with the GIL released and no slice is made, so
+        threads that take parts of one long text convert them at the same time."""
+        if self._id_lists is not None:
+            data = self._id_lists.utf8_span(text, start, end)
+            if data is not None:
+                return data
+        from .tokenizer import utf8
+
+        return utf8(text[start:end])
+
+    def join_lists(self, lists: list[list[int]]) -> list[int]:
+        """The items of ``lists`` in one list; the lists themselves may be left empty (the helper
+        moves their items instead of taking new references, see ``id_lists.c``)."""
+        if self._id_lists is not None and len(lists) > 1:
+            return self._id_lists.join_lists(lists)
+        joined = lists[0]
+        for more in lists[1:]:
+            joined += more
+        return joined
+
     def id_lists(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
         """``[id_list(ids[a:b]) for a, b in consecutive offsets]`` (a batch's results)."""
         if self._id_lists is not None and len(ids) >= self.GATHER_MIN:

@@ -13,6 +13,11 @@
        [id_list(objects, ids[bounds[k]:bounds[k+1]]) for k ...]; ``bounds`` a
        C-contiguous 1-d array of 8-byte ints, non-decreasing, within len(ids).
 
+   join_lists(lists) -> list
+       the items of every list of ``lists`` in one list; those lists are left empty.
+   utf8_span(text, start, end) -> bytes or None
+       text[start:end].encode("utf-8") with the GIL released; None at a surrogate.
+
    Every id is checked against len(objects) (IndexError), buffers against their
    item size and dimensions (TypeError), so no argument reads outside an array.
    Built with the ahead-of-time module (``algorithms/pipeline/aot.py``), which loads it. */
@@ -146,7 +151,132 @@ release_objects:
     return lists;
 }
 
+/* UTF-8 of the code units src[0:n] of one PEP 393 kind into dst (room for 4 bytes per unit);
+   the number of bytes written, or -1 at a surrogate (which UTF-8 cannot hold). No Python call. */
+#define SPAN_TO_UTF8(T)                                                     \
+    static Py_ssize_t span_to_utf8_##T(const T *src, Py_ssize_t n, unsigned char *dst) \
+    {                                                                       \
+        unsigned char *at = dst;                                            \
+        for (Py_ssize_t k = 0; k < n; k++) {                                \
+            uint32_t c = src[k];                                            \
+            if (c < 0x80) {                                                 \
+                *at++ = (unsigned char)c;                                   \
+            } else if (c < 0x800) {                                         \
+                *at++ = (unsigned char)(0xC0 | (c >> 6));                   \
+                *at++ = (unsigned char)(0x80 | (c & 0x3F));                 \
+            } else if (c < 0x10000) {                                       \
+                if (c >= 0xD800 && c <= 0xDFFF)                             \
+                    return -1;                                              \
+                *at++ = (unsigned char)(0xE0 | (c >> 12));                  \
+                *at++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));          \
+                *at++ = (unsigned char)(0x80 | (c & 0x3F));                 \
+            } else {                                                        \
+                *at++ = (unsigned char)(0xF0 | (c >> 18));                  \
+                *at++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));         \
+                *at++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));          \
+                *at++ = (unsigned char)(0x80 | (c & 0x3F));                 \
+            }                                                               \
+        }                                                                   \
+        return at - dst;                                                    \
+    }
+SPAN_TO_UTF8(Py_UCS1)
+SPAN_TO_UTF8(Py_UCS2)
+SPAN_TO_UTF8(Py_UCS4)
+
+/* utf8_span(text, start, end) -> bytes or None: text[start:end].encode("utf-8") without the slice,
+   converted with the GIL released (a str never changes, and the argument keeps it alive), so that
+   threads that each take a part of one long text convert their parts at the same time. None when
+   the span holds a surrogate (the caller's own path replaces it). */
+static PyObject *utf8_span(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "utf8_span(text: str, start: int, end: int) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred())
+        return NULL;
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    if (start < 0 || end < start || end > length) {
+        PyErr_Format(PyExc_ValueError, "span %zd:%zd is not within the text's %zd characters", start, end, length);
+        return NULL;
+    }
+    Py_ssize_t n = end - start;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (PyUnicode_IS_ASCII(text))
+        return PyBytes_FromStringAndSize((const char *)data + start, n);
+    Py_ssize_t most = n * (kind == PyUnicode_1BYTE_KIND ? 2 : kind == PyUnicode_2BYTE_KIND ? 3 : 4);
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, most);
+    if (bytes == NULL)
+        return NULL;
+    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t written;
+    Py_BEGIN_ALLOW_THREADS
+    if (kind == PyUnicode_1BYTE_KIND)
+        written = span_to_utf8_Py_UCS1((const Py_UCS1 *)data + start, n, dst);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        written = span_to_utf8_Py_UCS2((const Py_UCS2 *)data + start, n, dst);
+    else
+        written = span_to_utf8_Py_UCS4((const Py_UCS4 *)data + start, n, dst);
+    Py_END_ALLOW_THREADS
+    if (written < 0) {
+        Py_DECREF(bytes);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&bytes, written) < 0)
+        return NULL;
+    return bytes;
+}
+
+/* join_lists(lists) -> list: one list of the items of every list in ``lists`` (a list of lists), in
+   order, which are left empty: their item pointers move over, so no item's reference count is
+   touched. ``a += b`` increments each item's count, a write to every int object, and the objects of
+   the ids a thread has just listed sit in that thread's core's cache (0.6 ms for 170k ids against
+   about 0.1 ms here). */
+static PyObject *join_lists(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "join_lists(lists) takes one list of lists");
+        return NULL;
+    }
+    PyObject *lists = args[0];
+    Py_ssize_t n_lists = PyList_GET_SIZE(lists), total = 0;
+    for (Py_ssize_t k = 0; k < n_lists; k++) {
+        PyObject *part = PyList_GET_ITEM(lists, k);
+        if (!PyList_CheckExact(part)) {
+            PyErr_Format(PyExc_TypeError, "join_lists: item %zd is not a list", k);
+            return NULL;
+        }
+        total += PyList_GET_SIZE(part);
+    }
+    PyObject *joined = PyList_New(total);
+    if (joined == NULL)
+        return NULL;
+    PyObject **at = ((PyListObject *)joined)->ob_item;
+    for (Py_ssize_t k = 0; k < n_lists; k++) {
+        PyListObject *part = (PyListObject *)PyList_GET_ITEM(lists, k);
+        Py_ssize_t n = Py_SIZE(part);
+        if (n > 0) {
+            memcpy(at, part->ob_item, (size_t)n * sizeof(PyObject *));
+            at += n;
+            Py_SET_SIZE(part, 0); /* its references now belong to ``joined``; its storage stays allocated */
+        }
+    }
+    return joined;
+}
+
 static PyMethodDef methods[] = {
+    {"join_lists", (PyCFunction)(void (*)(void))join_lists, METH_FASTCALL,
+     "join_lists(lists) -> one list of all their items, in order; the lists are left empty"},
+    {"utf8_span", (PyCFunction)(void (*)(void))utf8_span, METH_FASTCALL,
+     "utf8_span(text, start, end) -> text[start:end] as UTF-8 bytes (GIL released), or None at a surrogate"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
      "id_list(objects, ids) -> [objects[i] for i in ids]"},
     {"id_lists", (PyCFunction)(void (*)(void))id_lists, METH_FASTCALL,

@@ -39,7 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
-from .parallel import MIN_PARALLEL_BYTES, cut_text, part_count, run_all, split_batch, thread_count
+from .parallel import MIN_PARALLEL_BYTES, cut_spans, part_count, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
@@ -350,25 +350,27 @@ class Tokenizer:
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
-    def _parts(self, normalized: str, threads: int) -> list[str]:
-        """A long normalized text cut at pre-token boundaries into a few parts per thread."""
+    def _parts(self, normalized: str, threads: int) -> list[tuple[int, int]]:
+        """A long normalized text cut at pre-token boundaries into a few parts per thread: their
+        character spans (each thread converts its own part to UTF-8, see ``FusedPipeline.utf8_span``)."""
         from .fast_pipeline import supported_pattern
 
-        return cut_text(normalized, part_count(len(normalized), threads), supported_pattern(self.vocabulary))
+        return cut_spans(normalized, part_count(len(normalized), threads), supported_pattern(self.vocabulary))
 
     def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
         """int32 ids of a long normalized text: its parts on threads."""
-        arrays = run_all(lambda part: self._fused.encode_utf8(utf8(part)), self._parts(normalized, threads), threads)
+        fused = self._fused
+        arrays = run_all(lambda span: fused.encode_utf8(fused.utf8_span(normalized, *span)),
+                         self._parts(normalized, threads), threads)
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     def _parallel_list(self, normalized: str, threads: int) -> list[int]:
         """The ids of a long normalized text as a list: each part's list is built on the thread that
         encoded it (while another thread runs its next kernel), then they are joined."""
-        lists = run_all(lambda part: self._fused.encode_list(utf8(part)), self._parts(normalized, threads), threads)
-        ids = lists[0]
-        for more in lists[1:]:
-            ids += more
-        return ids
+        fused = self._fused
+        lists = run_all(lambda span: fused.encode_list(fused.utf8_span(normalized, *span)),
+                        self._parts(normalized, threads), threads)
+        return fused.join_lists(lists)
 
     def encode_to_numpy(
         self,
