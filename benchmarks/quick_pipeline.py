@@ -590,7 +590,8 @@ CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
 
 
 def table_patterns() -> None:
-    """o200k's ranks with a pattern that has no compiled pre-tokenizer, next to the built-in one."""
+    """o200k's ranks with a pattern that has no compiled pre-tokenizer, next to the built-in one, and
+    Mistral's Tekken file (its own pattern, compiled)."""
     from bpebench.algorithms.formats.vocabulary import Vocabulary
     from bpebench.benchmarks import protocol
 
@@ -598,6 +599,7 @@ def table_patterns() -> None:
     base = load_vocabulary("o200k_base")
     custom = Vocabulary.from_ranks(list(base.tokens), name="o200k-custom-pattern", pattern=CUSTOM_PATTERN)
     functions = {"o200k, compiled pre-tokenizer": Tokenizer(base).encode_ordinary,
+                 "mistral_tekken (tekken.json), compiled pre-tokenizer": Tokenizer("mistral_tekken").encode_ordinary,
                  "custom pattern: regex + compiled BPE": Tokenizer(custom).encode_ordinary,
                  "custom pattern: reference path": Tokenizer(custom, pretokenizer="regex").encode_ordinary}
     print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN} (unseen, one CPU, 400 kB per kind): MB/s")

@@ -545,7 +545,7 @@ def test_cut_text_and_the_kernels_segments_split_like_the_whole_text(lines):
         parts = cut_text(text, 8, name) if len(text) > 8 else [text]
         assert [p for part in parts for p in regex.findall(pattern, part)] == whole, name
     long_text = text * (1 + 3 * fast_pipeline.SEGMENT_BYTES // max(len(text.encode("utf-8")), 1))
-    for name in ("gpt2", "o200k", "cl100k"):
+    for name in ("gpt2", "o200k", "cl100k", "tekken"):
         vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b" \n", b"\n\n", b"ab", b" a"], name=name,
                                       pattern=name)
         pipeline = FusedPipeline(vocab, piece_cache_slots=0)
@@ -569,10 +569,11 @@ def test_thread_count_from_the_environment(monkeypatch):
 CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
 
 
-@pytest.mark.parametrize("pattern", [CUSTOM_PATTERN, None])
+@pytest.mark.parametrize("pattern", [CUSTOM_PATTERN, None, r"\p{L}+|\p{N}"])
 def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern):
     """regex splits (the reference itself), the compiled stage encodes: tiktoken's ids for the
-    same ranks and pattern, and the reference's."""
+    same ranks and pattern, and the reference's; also for a pattern whose matches leave text out
+    (dropped, as tiktoken drops it)."""
     tiktoken = pytest.importorskip("tiktoken")
     base = load_vocabulary("cl100k_base")
     vocab = Vocabulary.from_ranks(list(base.tokens), name="cl100k-custom", pattern=pattern)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,46 @@ def test_runaway_pattern_ends_as_one_line(monkeypatch):
     with pytest.raises(BpebenchError, match="ran longer than") as info:
         build_pre_tokenizer(spec).pre_tokenize_str("a" * 60)
     assert "\n" not in str(info.value)
+
+
+def test_a_long_text_is_matched_without_regex_timeout_and_still_never_hangs(monkeypatch):
+    """Texts of WATCHED_MIN_CHARS or more run on a watched worker without ``regex``'s per-match
+    clock: a quadratic search past its deadline is one line, and the next call gets a new worker."""
+    from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer
+    from bpebench.algorithms.pipeline.text_pieces import WATCHED_MIN_CHARS
+
+    splitter = RegexPretokenizer(r"\s+x|y")  # no nested repetition: not an exponential risk
+    assert not splitter._exponential_risk
+    text = " " * 20_000 + "y"  # ~20,000^2 / 2 backtracking steps: about a second
+    assert len(text) >= WATCHED_MIN_CHARS
+    monkeypatch.setenv("BPEBENCH_REGEX_TIMEOUT", "0.02")
+    start = time.perf_counter()
+    with pytest.raises(BpebenchError, match="ran longer than") as info:
+        splitter.split(text)
+    assert "\n" not in str(info.value) and time.perf_counter() - start < 0.5
+    with pytest.raises(BpebenchError, match="ran longer than"):
+        find_matches(compile_pattern(r"\s+x|y"), text)
+    monkeypatch.setenv("BPEBENCH_REGEX_TIMEOUT", "10")
+    long_words = "ab " * 3000
+    assert splitter.split("y" + long_words) == ["y"] and RegexPretokenizer(r"\w+").split(long_words) == ["ab"] * 3000
+    assert find_matches(compile_pattern(r"b"), long_words)[:3] == [(0, 1, False), (1, 2, True), (2, 4, False)]
+
+
+def test_patterns_that_may_backtrack_exponentially_keep_regex_timeout(monkeypatch):
+    from bpebench.algorithms.formats.patterns import PATTERNS
+    from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer
+    from bpebench.algorithms.pipeline.text_pieces import exponential_risk
+
+    assert not any(exponential_risk(p) for p in PATTERNS.values())
+    for pattern in (r"(a|aa)+c", r"(?:a+)+", r"(a{2,3})*", r"((a+)b)*", r"(x|y){2}", r"(?:(a|b)c)+", "(a"):
+        assert exponential_risk(pattern), pattern
+    for pattern in (r"(?i:'s|'t)?", r"[(+]+", r"\(a+\)+", r"(ab)+", r"(x|y){1}", r"\p{N}{1,3}+", r"[\]]+(a|b)"):
+        assert not exponential_risk(pattern), pattern
+    monkeypatch.setenv("BPEBENCH_REGEX_TIMEOUT", "0.05")
+    splitter = RegexPretokenizer(r"(a|aa)+c")
+    assert splitter._exponential_risk
+    with pytest.raises(BpebenchError, match="ran longer than 0.05 s"):
+        splitter.split("a" * 5000)  # long, yet regex's own timeout ends it: no runaway worker is left
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -1,7 +1,7 @@
 """Pre-tokenizer patterns: the regular expressions real tokenizers split text with.
 
 Each pattern is the exact string the upstream library uses (tiktoken's
-``openai_public``, Meta's Llama-3 ``tokenizer.json``, Qwen's ``tokenization_qwen``),
+``openai_public``, Meta's Llama-3 ``tokenizer.json``, Qwen's ``tokenization_qwen``, Mistral's ``tekken.json``),
 so that a Tokenizer built on it splits text exactly as the peer does. They are
 written for the third-party ``regex`` module (possessive quantifiers, ``\\p{..}``
 classes, scoped ``(?i:...)``); the standard ``re`` module cannot run them.
@@ -38,6 +38,20 @@ LLAMA3 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?
 #: Qwen / Qwen2: like Llama-3 but every digit is its own piece.
 QWEN2 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
+#: Mistral's Tekken (``tekken.json``, Mistral NeMo and later): o200k's words without the attached
+#: contractions, and every digit its own piece.
+TEKKEN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
+        r"""\p{N}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
 #: Name -> pattern. Vocabularies refer to their pattern by one of these names.
 PATTERNS: dict[str, str] = {
     "gpt2": GPT2,
@@ -45,6 +59,7 @@ PATTERNS: dict[str, str] = {
     "o200k": O200K,
     "llama3": LLAMA3,
     "qwen2": QWEN2,
+    "tekken": TEKKEN,
 }
 
 

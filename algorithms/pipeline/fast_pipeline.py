@@ -558,7 +558,7 @@ SEGMENT_BYTES = 1 << 15
 def _segment_end(data, start, end):
     """Where the segment that starts at ``start`` ends: the first position at least
     ``SEGMENT_BYTES`` on that holds an ASCII letter after a line feed after a printable ASCII
-    character (no piece of the five patterns runs across it, see ``parallel._BOUNDARY``), or ``end``."""
+    character (no piece of the six patterns runs across it, see ``parallel._BOUNDARY``), or ``end``."""
     i = start + SEGMENT_BYTES
     while i < end:
         if data[i - 1] == 10 and 97 <= (data[i] | 32) <= 122 and 33 <= data[i - 2] <= 126:
@@ -822,11 +822,21 @@ class FusedPipeline:
     def _split_and_encode(self, plan, arr, out, cache) -> int:
         """``encode_utf8`` for a pattern with no compiled pre-tokenizer: ``regex`` splits, the
         compiled stage encodes the pieces."""
-        pieces = [p.encode("utf-8") for p in self.splitter.split(arr.tobytes().decode("utf-8"))]
+        text = arr.tobytes().decode("utf-8")
+        pieces = self.splitter.split(text)
         if not pieces:
             return 0
-        ends = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)).cumsum()
-        joined = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        char_ends = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)).cumsum()
+        if char_ends[-1] == len(text):
+            # the matches cover the text (in order, without overlap): its own bytes, cut at their
+            # ends, instead of every piece encoded again and joined (a quarter of this path's time)
+            if len(text) == len(arr):  # ASCII: a character is a byte
+                return self._encode_pieces(plan, arr, char_ends, out, cache)
+            char_starts = np.append(np.flatnonzero((arr & 0xC0) != 0x80), len(arr))
+            return self._encode_pieces(plan, arr, char_starts[char_ends], out, cache)
+        encoded = [p.encode("utf-8") for p in pieces]  # text between matches is dropped (tiktoken)
+        ends = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)).cumsum()
+        joined = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         return self._encode_pieces(plan, joined, ends, out, cache)
 
     def _split_and_encode_batch(self, plan, arr, text_offsets, out, out_offsets, cache) -> int:

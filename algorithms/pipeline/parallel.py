@@ -9,7 +9,7 @@ threads of one process encode in parallel. Two ways to make the work:
 * a **long text** is cut into parts at *pre-token boundaries*, so each part's ids are
   exactly that stretch of the whole text's ids (BPE runs piece by piece). A boundary
   that needs no scan from the start: a line feed after a character that is not whitespace and
-  followed by a letter. For the five patterns of :mod:`bpebench.algorithms.formats.patterns`
+  followed by a letter. For the six patterns of :mod:`bpebench.algorithms.formats.patterns`
   no piece holds both (a piece with ``\\n`` is a whitespace run, or punctuation with its
   trailing ``[\\r\\n/]*``; the letter alternatives' optional prefix excludes ``\\r\\n``), so a
   piece starts at that letter; and a part that ends with that line feed splits like the whole
@@ -49,10 +49,10 @@ MIN_PARALLEL_BYTES = 1 << 16
 #: parts per thread (see the module docstring), each of at least ``MIN_PARALLEL_BYTES``
 PARTS_PER_THREAD = 4
 #: patterns whose pieces never hold a line feed followed by a letter (see the module docstring)
-CUTTABLE_PATTERNS = frozenset({"gpt2", "cl100k", "o200k", "llama3", "qwen2"})
+CUTTABLE_PATTERNS = frozenset({"gpt2", "cl100k", "o200k", "llama3", "qwen2", "tekken"})
 #: how far from an even cut a boundary is looked for (characters, each way)
 CUT_WINDOW = 1 << 16
-#: a line feed between a character that is not whitespace and a letter: no piece of the five patterns
+#: a line feed between a character that is not whitespace and a letter: no piece of the six patterns
 #: runs across it (the letter can take no line feed as its prefix); the character before must not be
 #: whitespace for gpt2, whose ``\s++$`` would take a part's final whitespace run in one piece
 #: (``"x \nA"``: ``' '``, ``'\n'`` in the whole text, ``' \n'`` at a part's end); checked for every

@@ -16,7 +16,7 @@ import regex
 
 from bpebench.errors import BpebenchError
 from ..formats.patterns import resolve_pattern
-from .text_pieces import regex_timeout
+from .text_pieces import WATCHED_MIN_CHARS, deadline, exponential_risk, regex_timeout, run_watched
 
 SPM_SPACE = "\u2581"  # SentencePiece's visible space "▁"
 
@@ -34,17 +34,27 @@ class RegexPretokenizer:
             self._regex = regex.compile(self.pattern)
         except regex.error as exc:
             raise BpebenchError(f"bad pre-tokenizer pattern {pattern!r}: {exc}") from None
+        self._exponential_risk = exponential_risk(self.pattern)  # such patterns keep regex's own timeout
 
     def split(self, text: str) -> list[str]:
-        """The whole matches, in order (tiktoken: text no match covers is dropped)."""
+        """The whole matches, in order (tiktoken: text no match covers is dropped). A long text is
+        matched without ``regex``'s timeout on a watched worker (see ``text_pieces.run_watched``)."""
+        watched = len(text) >= WATCHED_MIN_CHARS and not self._exponential_risk
         try:
-            if self._regex.groups == 0:
-                return self._regex.findall(text, timeout=regex_timeout())
-            # findall would return the groups: take each whole match instead
-            return [m.group() for m in self._regex.finditer(text, timeout=regex_timeout())]
+            if watched:
+                return run_watched(self._matches, text, None, seconds=deadline(len(text)))
+            return self._matches(text, regex_timeout())
         except TimeoutError:
-            raise BpebenchError(f"pre-tokenizer pattern {self.pattern!r} ran longer than {regex_timeout():g} s"
+            seconds = deadline(len(text)) if watched else regex_timeout()
+            raise BpebenchError(f"pre-tokenizer pattern {self.pattern!r} ran longer than {seconds:g} s"
                                 " (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more") from None
+
+    def _matches(self, text: str, timeout: float | None) -> list[str]:
+        # concurrent: the GIL is released while matching, so that threads split in parallel
+        if self._regex.groups == 0:
+            return self._regex.findall(text, concurrent=True, timeout=timeout)
+        # findall would return the groups: take each whole match instead
+        return [m.group() for m in self._regex.finditer(text, concurrent=True, timeout=timeout)]
 
 
 class WholeText:

@@ -5,7 +5,7 @@ decodes UTF-8 into class words and runs a small state machine per piece: a data-
 branch or two per piece, which the CPU mispredicts often (natural text alternates words,
 spaces and punctuation irregularly). Ending its runs with bit scans instead of loops saved
 little (2026-11-27: o200k prose 4.5 -> 3.7 ms per MB, code unchanged), so here every rule of
-the five patterns is rewritten as bitwise algebra over whole 64-bit words, and no branch
+the six patterns is rewritten as bitwise algebra over whole 64-bit words, and no branch
 depends on the text except at apostrophes:
 
 1. :func:`ascii_bitmaps` classifies the text 64 bytes per step with vector compares
@@ -38,7 +38,7 @@ in ``X``:
   own where an apostrophe starts a piece) move the starts around the apostrophe.
 
 gpt2 (`` ?\\p{L}++| ?\\p{N}++| ?P++|\\s++$|\\s+(?!\\S)|\\s``) has a space as its only prefix and no
-``[\\r\\n]`` rules. Exact: the same pieces as ``regex.findall`` with the five patterns on ASCII text
+``[\\r\\n]`` rules. Exact: the same pieces as ``regex.findall`` with the six patterns on ASCII text
 (hypothesis, every ASCII character, and the benchmark corpora); non-ASCII text goes to the
 general pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe.
 
@@ -55,7 +55,7 @@ import numpy as np
 from ..kernels.bits import (MASK_APOS, MASK_BLANK, MASK_CRLF, MASK_DIGIT, MASK_LOWER, MASK_NON_ASCII, MASK_SLASH,
                             MASK_SPACE, MASK_UPPER, ascii_masks, bit_planes, ctlz, cttz)
 from ..kernels.jit import njit
-from .pretokenize_compiled import CL100K, GPT2, O200K, QWEN2, _contraction_tail
+from .pretokenize_compiled import CL100K, GPT2, O200K, QWEN2, TEKKEN, _contraction_tail
 from .pretokenize_compiled import utf8_classes as _utf8_classes
 from .unicode_table import F_APOS, F_CRLF, F_L, F_LO, F_N, F_SLASH, F_SPACE, F_UP, F_WS
 
@@ -130,7 +130,7 @@ def class_bitmaps(cls, pattern_id):
     rows = (n >> 6) + 2
     bitmaps = np.zeros((rows, _ROW), dtype=np.uint64)
     codes = np.zeros(64, dtype=np.uint8)
-    cased = np.int64(pattern_id == O200K)
+    cased = np.int64(pattern_id == O200K or pattern_id == TEKKEN)
     both = np.int64(0)
     for k in range((n + 63) >> 6):
         base = k << 6
@@ -238,8 +238,8 @@ def piece_starts(data, start, n, bitmaps, pattern_id, cls):
 @njit(cache=True, _nrt=False)
 def _starts_main(bitmaps, n, words, final, pattern_id, starts):
     """o200k, cl100k, llama3, qwen2 (see the module docstring)."""
-    o200k = pattern_id == O200K
-    groups = 1 if pattern_id == QWEN2 else 3
+    o200k = pattern_id == O200K or pattern_id == TEKKEN  # cased words, [\r\n/]* after punctuation
+    groups = 1 if pattern_id == QWEN2 or pattern_id == TEKKEN else 3
     before_letter = before_lower = before_other = before_digit = _ZERO
     before_open = before_crlf = before_blank = before_prefix = _ZERO
     absorbing = _ZERO  # 1: the absorbed run of the previous word goes on at bit 0
@@ -384,6 +384,8 @@ def _contractions(data, start, n, bitmaps, pattern_id, starts, cls):
     letters ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` belongs to the word; the others: where an apostrophe
     starts a piece, ``'`` and the letters are a piece of their own. Either way the piece after
     starts right behind them."""
+    if pattern_id == TEKKEN:  # no contractions: an apostrophe is punctuation (or a word's prefix)
+        return
     o200k = pattern_id == O200K
     exact = pattern_id == GPT2
     last_end = -1

@@ -1,7 +1,7 @@
 """Compiled (numba) pre-tokenizer that splits exactly like ``regex.findall``.
 
-For the five patterns in :mod:`bpebench.algorithms.formats.patterns` (``gpt2``, ``cl100k``,
-``o200k``, ``llama3``, ``qwen2``) this module reproduces
+For the six patterns in :mod:`bpebench.algorithms.formats.patterns` (``gpt2``, ``cl100k``,
+``o200k``, ``llama3``, ``qwen2``, ``tekken``) this module reproduces
 ``regex.findall(PATTERNS[name], text)`` piece for piece, without a regex
 engine: UTF-8 is decoded in numba, each code point is looked up in a compact
 two-level class table (:mod:`bpebench.algorithms.pipeline.unicode_table`), and every pattern's
@@ -47,7 +47,7 @@ whitespace run, ``\\s+(?!\\S)`` giving back one character) re-examine a run at
 most a constant number of times. Memory: 2 bytes per input character
 (class word) plus 8 per piece.
 
-Exact with respect to the ``regex`` module for the five patterns on valid
+Exact with respect to the ``regex`` module for the six patterns on valid
 UTF-8 and on any Python ``str`` (``split`` also accepts lone surrogates; they
 are "other" characters as in ``regex``). Tested against ``regex.findall``
 with hypothesis and a few MB of real text.
@@ -120,7 +120,7 @@ __all__ = [
     "piece_ends",
 ]
 
-GPT2, CL100K, O200K, LLAMA3, QWEN2 = 0, 1, 2, 3, 4
+GPT2, CL100K, O200K, LLAMA3, QWEN2, TEKKEN = 0, 1, 2, 3, 4, 5
 
 #: pattern name -> ``pattern_id`` for the numba functions.
 PATTERN_IDS: dict[str, int] = {
@@ -129,6 +129,7 @@ PATTERN_IDS: dict[str, int] = {
     "o200k": O200K,
     "llama3": LLAMA3,
     "qwen2": QWEN2,
+    "tekken": TEKKEN,
 }
 
 #: Pattern names this module implements.
@@ -424,27 +425,34 @@ def _cl100k_llama(cls, n, p, pid):
 
 
 @njit(cache=True, inline="always")
-def _o200k(cls, n, p):
+def _word_end(cls, n, e, contractions):
+    return _suffix_contraction(cls, n, e) if contractions else e
+
+
+@njit(cache=True, inline="always")
+def _o200k(cls, n, p, tekken):
     # [^\r\n\p{L}\p{N}]?[UP]*[LO]+C? | [^\r\n\p{L}\p{N}]?[UP]+[LO]*C? | \p{N}{1,3}
     # | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
     # UP = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], LO = [\p{Ll}\p{Lm}\p{Lo}\p{M}],
     # C = (?i:'s|'t|'re|'ve|'m|'ll|'d). Note \p{M} is in UP/LO *and* in the
     # prefix class, so a mark at p can be the prefix or the first letter.
+    # tekken: no C, and \p{N} instead of \p{N}{1,3}.
     c = cls[p]
+    contractions = not tekken
     prefix = (c & _NOT_PREFIX) == 0 and p + 1 < n
     if prefix:
         e = _o200k_word1(cls, n, p + 1)
         if e >= 0:
-            return _suffix_contraction(cls, n, e)
+            return _word_end(cls, n, e, contractions)
     e = _o200k_word1(cls, n, p)
     if e >= 0:
-        return _suffix_contraction(cls, n, e)
+        return _word_end(cls, n, e, contractions)
     if prefix and (cls[p + 1] & F_UP) != 0:
-        return _suffix_contraction(cls, n, _run(cls, n, _run(cls, n, p + 1, F_UP), F_LO))
+        return _word_end(cls, n, _run(cls, n, _run(cls, n, p + 1, F_UP), F_LO), contractions)
     if (c & F_UP) != 0:
-        return _suffix_contraction(cls, n, _run(cls, n, _run(cls, n, p, F_UP), F_LO))
+        return _word_end(cls, n, _run(cls, n, _run(cls, n, p, F_UP), F_LO), contractions)
     if (c & F_N) != 0:
-        return _digits(cls, n, p, 3)
+        return _digits(cls, n, p, 1 if tekken else 3)
     if (c & F_SPACE) != 0 and p + 1 < n and (cls[p + 1] & _LNW) == 0:
         return _run(cls, n, _run_other(cls, n, p + 1), F_CRLF | F_SLASH)
     if (c & _LNW) == 0:
@@ -461,8 +469,8 @@ def next_piece_end(cls, pos, pattern_id):
     returns a value in ``pos + 1 .. len(cls)``.
     """
     n = cls.shape[0]
-    if pattern_id == O200K:
-        return _o200k(cls, n, pos)
+    if pattern_id == O200K or pattern_id == TEKKEN:
+        return _o200k(cls, n, pos, pattern_id == TEKKEN)
     if pattern_id == GPT2:
         return _gpt2(cls, n, pos)
     return _cl100k_llama(cls, n, pos, pattern_id)
