@@ -790,9 +790,17 @@ class FusedPipeline:
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
         self.splitter = None
         if compiled_name is None:
+            from ..formats.patterns import resolve_pattern
             from .pretokenize import RegexPretokenizer, WholeText
+            from .pretokenize_program import program_pretokenizer
 
-            self.splitter = RegexPretokenizer(vocabulary.pattern) if vocabulary.pattern else WholeText()
+            if vocabulary.pattern:
+                # most patterns compile to a generated numba matcher (``pretokenize_program``); the rest,
+                # and text the pattern leaves out, go through ``regex``
+                pattern = resolve_pattern(vocabulary.pattern)
+                self.splitter = program_pretokenizer(pattern) or RegexPretokenizer(pattern)
+            else:
+                self.splitter = WholeText()
         self.plan = Plan(matcher, PATTERN_IDS.get(compiled_name, -1),
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
@@ -822,6 +830,11 @@ class FusedPipeline:
     def _split_and_encode(self, plan, arr, out, cache) -> int:
         """``encode_utf8`` for a pattern with no compiled pre-tokenizer: ``regex`` splits, the
         compiled stage encodes the pieces."""
+        piece_ends = getattr(self.splitter, "piece_ends", None)
+        if piece_ends is not None:
+            ends = piece_ends(arr)
+            if ends is not None:
+                return self._encode_pieces(plan, arr, ends, out, cache) if len(ends) else 0
         text = arr.tobytes().decode("utf-8")
         pieces = self.splitter.split(text)
         if not pieces:

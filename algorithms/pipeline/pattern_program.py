@@ -1,0 +1,328 @@
+"""A pre-tokenizer pattern the compiled stage cannot split by hand, turned into a small program.
+
+The six patterns of :mod:`bpebench.algorithms.formats.patterns` have hand-written scanners;
+any other pattern a vocabulary carries (a custom tiktoken pattern, an HF ``Split``) used to be
+split by the ``regex`` module, 10-20 MB/s. Most such patterns share one shape: an alternation
+of branches, each a sequence of quantified character classes, with optional groups of literal
+alternatives (``(?i:'s|'t|'re)``), one-class look-aheads (``(?!\\S)``) and ``$``. This module
+parses that shape into flat integer tables that
+:mod:`bpebench.algorithms.pipeline.pretokenize_program` runs in numba; anything else gets
+``None`` (and stays on ``regex``).
+
+What each character class means is never interpreted here: its source text is handed back
+to ``regex`` itself, which lists the code points it matches (:func:`class_table`). So
+``\\p{..}``, POSIX classes, ranges and case-insensitive literals mean exactly what they mean
+to ``regex``; only the structure (alternation, sequence, quantifiers, groups) is read here,
+and matched with the backtracking engine's rules: branches left to right, greedy quantifiers
+backing off one character at a time, lazy ones growing, possessive ones never giving back.
+
+Refused (None): back-references, anchors other than ``$``/``\\Z``, nested groups, groups whose
+alternatives are not fixed strings of single characters, repeated groups, look-behind,
+inline flags other than ``i``, branches that can match the empty string, more than 32
+classes. Complexity of the build: one ``regex`` scan of all code points per class.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+#: item kinds
+CLASS, GROUP, NOT_AHEAD, AHEAD, DOLLAR, END = 0, 1, 2, 3, 4, 5
+#: quantifier modes
+GREEDY, LAZY, POSSESSIVE = 0, 1, 2
+#: an unbounded quantifier's maximum
+UNBOUNDED = 1 << 30
+MAX_CLASSES = 32
+_BLOCK = 256
+_N_CODEPOINTS = 0x110000
+
+
+class Unsupported(Exception):
+    """The pattern is outside the shape this module compiles."""
+
+
+class Program(NamedTuple):
+    """The compiled pattern (see :mod:`.pretokenize_program` for how it runs)."""
+
+    branches: np.ndarray  # int32[n_branches, 2]: first item, end item
+    items: np.ndarray  # int32[n_items, 6]: kind, class, min, max, mode, first alternative (GROUP)
+    alternatives: np.ndarray  # int32[n_alternatives + 1]: offsets into ``alternative_classes``
+    alternative_classes: np.ndarray  # int32[...]: one class per character of each alternative
+    group_alternatives: np.ndarray  # int32[n_items]: how many alternatives a GROUP item has
+    stage1: np.ndarray  # int32[0x110000 // 256]: block of each code point's class bits
+    stage2: np.ndarray  # uint32[n_blocks * 256]: bit k set = the code point is in class k
+    max_items: int  # the longest branch (the matcher's backtracking stack)
+
+
+# ----------------------------------------------------------------------------- the parser
+class _Parser:
+    """Recursive descent over the supported subset; classes are kept as source text."""
+
+    def __init__(self, pattern: str) -> None:
+        self.text = pattern
+        self.at = 0
+        self.classes: list[tuple[str, bool]] = []  # (source, ignore case)
+
+    def peek(self, k: int = 0) -> str:
+        return self.text[self.at + k] if self.at + k < len(self.text) else ""
+
+    def class_index(self, source: str, ignore_case: bool) -> int:
+        key = (source, ignore_case)
+        if key not in self.classes:
+            self.classes.append(key)
+            if len(self.classes) > MAX_CLASSES:
+                raise Unsupported(f"more than {MAX_CLASSES} character classes")
+        return self.classes.index(key)
+
+    def parse(self) -> list[list[tuple]]:
+        ignore_case = False
+        if self.text.startswith("(?i)"):
+            ignore_case = True
+            self.at = 4
+        branches = self.alternation(ignore_case, top=True)
+        if self.at != len(self.text):
+            raise Unsupported(f"unexpected {self.peek()!r} at {self.at}")
+        return branches
+
+    def alternation(self, ignore_case: bool, top: bool) -> list[list[tuple]]:
+        branches = [self.sequence(ignore_case, top)]
+        while self.peek() == "|":
+            self.at += 1
+            branches.append(self.sequence(ignore_case, top))
+        return branches
+
+    def sequence(self, ignore_case: bool, top: bool) -> list[tuple]:
+        items: list[tuple] = []
+        while self.peek() not in ("", "|", ")"):
+            items.append(self.item(ignore_case, top))
+        return items
+
+    def item(self, ignore_case: bool, top: bool) -> tuple:
+        c = self.peek()
+        if c == "(":
+            if not top:
+                raise Unsupported("a group inside a group")
+            return self.group(ignore_case)
+        if c == "$":
+            self.at += 1
+            return (DOLLAR,)
+        if c in "*+?{" and not (c == "{" and not self.quantifier_follows()):
+            raise Unsupported(f"a quantifier with nothing to repeat at {self.at}")
+        source = self.atom()
+        if source == r"\Z":
+            return (END,)
+        index = self.class_index(source, ignore_case)
+        low, high, mode = self.quantifier()
+        return (CLASS, index, low, high, mode)
+
+    def quantifier_follows(self) -> bool:
+        end = self.text.find("}", self.at)
+        body = self.text[self.at + 1:end] if end > 0 else ""
+        low, comma, high = body.partition(",")
+        return end > 0 and (low.isdigit() or (comma and not low)) and (high.isdigit() or not high)
+
+    def atom(self) -> str:
+        """The source text of one character class: ``[...]``, an escape, ``.`` or a literal."""
+        start = self.at
+        c = self.peek()
+        if c == "[":
+            self.at += 1
+            if self.peek() == "^":
+                self.at += 1
+            if self.peek() == "]":
+                self.at += 1
+            while self.peek() != "]":
+                if self.peek() == "":
+                    raise Unsupported("an unclosed character class")
+                if self.peek() == "[":
+                    raise Unsupported("a set inside a set")
+                self.at += 2 if self.peek() == "\\" else 1
+            self.at += 1
+            return self.text[start:self.at]
+        if c == "\\":
+            kind = self.peek(1)
+            if kind in ("p", "P"):
+                if self.peek(2) == "{":
+                    end = self.text.find("}", self.at)
+                    if end < 0:
+                        raise Unsupported("an unclosed \\p{")
+                    self.at = end + 1
+                else:
+                    self.at += 3
+            elif kind == "x":
+                self.at += 4
+            elif kind == "u":
+                self.at += 6
+            elif kind == "U":
+                self.at += 10
+            elif kind == "N" and self.peek(2) == "{":
+                end = self.text.find("}", self.at)
+                if end < 0:
+                    raise Unsupported("an unclosed \\N{")
+                self.at = end + 1
+            elif kind == "Z":
+                self.at += 2
+            elif kind.isalnum() and kind not in "sSdDwWrntfva":
+                raise Unsupported(f"the escape \\{kind}")  # anchors, back-references, ...
+            else:
+                self.at += 2
+            return self.text[start:self.at]
+        if c in ")|" or c == "":
+            raise Unsupported(f"an empty item at {self.at}")
+        if c == "^":
+            raise Unsupported("the anchor ^")
+        self.at += 1
+        return c
+
+    def quantifier(self) -> tuple[int, int, int]:
+        c = self.peek()
+        if c == "*":
+            low, high = 0, UNBOUNDED
+            self.at += 1
+        elif c == "+":
+            low, high = 1, UNBOUNDED
+            self.at += 1
+        elif c == "?":
+            low, high = 0, 1
+            self.at += 1
+        elif c == "{" and self.quantifier_follows():
+            end = self.text.find("}", self.at)
+            body = self.text[self.at + 1:end]
+            self.at = end + 1
+            first, comma, last = body.partition(",")
+            low = int(first) if first else 0
+            high = (int(last) if last else UNBOUNDED) if comma else low
+            if high < low:
+                raise Unsupported("a quantifier {m,n} with n < m")
+        else:
+            return 1, 1, GREEDY
+        mode = GREEDY
+        if self.peek() == "?":
+            mode = LAZY
+            self.at += 1
+        elif self.peek() == "+":
+            mode = POSSESSIVE
+            self.at += 1
+        if self.peek() in ("*", "+", "?", "{") and (self.peek() != "{" or self.quantifier_follows()):
+            raise Unsupported("a quantifier of a quantifier")
+        return low, high, mode
+
+    def group(self, ignore_case: bool) -> tuple:
+        self.at += 1
+        kind = GROUP
+        if self.peek() == "?":
+            head = self.text[self.at:self.at + 3]
+            if head.startswith("?:"):
+                self.at += 2
+            elif head == "?i:":
+                ignore_case = True
+                self.at += 3
+            elif head.startswith("?!") or head.startswith("?="):
+                kind = NOT_AHEAD if head.startswith("?!") else AHEAD
+                self.at += 2
+            else:
+                raise Unsupported(f"the group ({head}")
+        if kind != GROUP:
+            source = self.atom()
+            if self.peek() != ")":
+                raise Unsupported("a look-ahead of more than one character class")
+            self.at += 1
+            return (kind, self.class_index(source, ignore_case))
+        alternatives = []
+        for branch in self.alternation(ignore_case, top=False):
+            if any(item[0] != CLASS or item[2:4] != (1, 1) for item in branch) or not branch:
+                raise Unsupported("a group alternative that is not a fixed string of characters")
+            alternatives.append([item[1] for item in branch])
+        if self.peek() != ")":
+            raise Unsupported("an unclosed group")
+        self.at += 1
+        low, high, mode = self.quantifier()
+        if high != 1 or mode == LAZY:
+            raise Unsupported("a repeated or lazy group")
+        return (GROUP, alternatives, low, mode)
+
+
+# ----------------------------------------------------------------------------- the class table
+@lru_cache(maxsize=1)
+def _all_code_points() -> str:
+    """Every code point but the surrogates (UTF-8 text never holds one), in order."""
+    return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, _N_CODEPOINTS)))
+
+
+def class_table(classes: list[tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray]:
+    """Two-stage table: bit k of a code point's word is set when ``regex`` matches it with class k."""
+    import regex
+
+    everything = _all_code_points()
+    flat = np.zeros(_N_CODEPOINTS, dtype=np.uint32)
+    for k, (source, ignore_case) in enumerate(classes):
+        compiled = regex.compile(("(?i)" if ignore_case else "") + f"(?:{source})+")
+        bit = np.uint32(1 << k)
+        for match in compiled.finditer(everything):
+            start, end = match.span()
+            # positions past the surrogate gap stand for code points 0x800 higher
+            lo = start if start < 0xD800 else start + 0x800
+            hi = end if end <= 0xD800 else end + 0x800
+            if start < 0xD800 < end:
+                flat[lo:0xD800] |= bit
+                flat[0xE000:hi] |= bit
+            else:
+                flat[lo:hi] |= bit
+    blocks = flat.reshape(-1, _BLOCK)
+    unique, stage1 = np.unique(blocks, axis=0, return_inverse=True)
+    return stage1.astype(np.int32).ravel(), unique.astype(np.uint32).ravel()
+
+
+# ----------------------------------------------------------------------------- the program
+def _min_length(branch: list[tuple]) -> int:
+    total = 0
+    for item in branch:
+        if item[0] == CLASS:
+            total += item[2]
+        elif item[0] == GROUP and item[2] > 0:
+            total += min(len(alternative) for alternative in item[1])
+    return total
+
+
+@lru_cache(maxsize=32)
+def compile_pattern(pattern: str) -> Program | None:
+    """The program of ``pattern``, or None when it is outside the supported shape."""
+    parser = _Parser(pattern)
+    try:
+        branches = parser.parse()
+    except (Unsupported, ValueError):
+        return None
+    if any(_min_length(branch) == 0 for branch in branches):
+        return None  # an empty match: findall's rules for those are not reproduced
+    try:
+        stage1, stage2 = class_table(parser.classes)
+    except Exception:  # noqa: BLE001 - a class regex cannot read alone: leave the pattern to regex
+        return None
+    rows, alternatives, alternative_classes, counts, spans = [], [0], [], [], []
+    for branch in branches:
+        first = len(rows)
+        for item in branch:
+            kind = item[0]
+            if kind == CLASS:
+                rows.append((CLASS, item[1], item[2], item[3], item[4], 0))
+                counts.append(0)
+            elif kind == GROUP:
+                rows.append((GROUP, 0, item[2], 1, item[3], len(alternatives) - 1))
+                counts.append(len(item[1]))
+                for alternative in item[1]:
+                    alternative_classes.extend(alternative)
+                    alternatives.append(len(alternative_classes))
+            elif kind in (NOT_AHEAD, AHEAD):
+                rows.append((kind, item[1], 0, 0, GREEDY, 0))
+                counts.append(0)
+            else:
+                rows.append((kind, 0, 0, 0, GREEDY, 0))
+                counts.append(0)
+        spans.append((first, len(rows)))
+    return Program(np.array(spans, dtype=np.int32).reshape(-1, 2), np.array(rows, dtype=np.int32).reshape(-1, 6),
+                   np.array(alternatives, dtype=np.int32), np.array(alternative_classes + [0], dtype=np.int32),
+                   np.array(counts, dtype=np.int32), stage1, stage2,
+                   max(end - start for start, end in spans))

@@ -1,0 +1,242 @@
+"""Split text with a compiled pattern program (:mod:`.pattern_program`), as ``regex.findall`` does.
+
+The text's UTF-8 is decoded into one class word per character (bit k: the character is in
+the program's class k, from the program's two-stage table). Then, from each position, the
+branches are tried left to right; a branch is matched by depth-first search over its items,
+each item listing its possible ends in the backtracking engine's order (a greedy class run
+longest first, a lazy one shortest first, a possessive one only its longest; a group's
+alternatives in order, then, when optional, none; a look-ahead or ``$`` the position itself
+or nothing). The first branch with a complete match gives the piece; the next search starts
+at its end, as ``findall`` goes on. A position where no branch matches is text ``findall``
+drops: the caller is told, and splits that text with ``regex`` instead.
+
+Exact with respect to ``regex.findall`` for every pattern :func:`.pattern_program.compile_pattern`
+accepts (hypothesis tests against ``regex`` for each shape, ``tests/test_pretokenize_program.py``).
+Complexity: O(branches x piece length) per piece for patterns without backtracking between
+items; a greedy run followed by items that fail costs one retry per character given back.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..kernels.jit import njit
+from .pattern_program import AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, POSSESSIVE, UNBOUNDED, compile_pattern
+
+
+@njit(cache=True)
+def _class_words(data, stage1, stage2):
+    """(one class word per character, each character's first byte offset + the end) of valid UTF-8;
+    for ASCII text no offsets (an empty array: a character is a byte), and one table read a byte."""
+    n_bytes = data.shape[0]
+    ascii_block = np.int64(stage1[0]) << 8
+    ascii_only = True
+    for i in range(n_bytes):
+        if data[i] >= 0x80:
+            ascii_only = False
+            break
+    if ascii_only:
+        words = np.empty(n_bytes, dtype=np.uint32)
+        for i in range(n_bytes):
+            words[i] = stage2[ascii_block | np.int64(data[i])]
+        return words, np.zeros(0, dtype=np.int64)
+    words = np.empty(n_bytes, dtype=np.uint32)
+    offsets = np.empty(n_bytes + 1, dtype=np.int64)
+    i = 0
+    k = 0
+    while i < n_bytes:
+        b0 = np.int64(data[i])
+        if b0 < 0x80:
+            cp = b0
+            length = 1
+        elif b0 < 0xE0:
+            cp = ((b0 & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
+            length = 2
+        elif b0 < 0xF0:
+            cp = ((b0 & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
+            length = 3
+        else:
+            cp = (((b0 & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
+                  | ((np.int64(data[i + 2]) & 0x3F) << 6) | (np.int64(data[i + 3]) & 0x3F))
+            length = 4
+        words[k] = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
+        offsets[k] = i
+        i += length
+        k += 1
+    offsets[k] = n_bytes
+    return words[:k], offsets[:k + 1]
+
+
+# ----------------------------------------------------------------------------- the generated matcher
+_UNBOUNDED_RUN = 1 << 62
+
+
+def _mask(k: int) -> str:
+    return str(1 << k)
+
+
+def _item_code(program, item: int, end_item: int, depth: int, indent: str) -> list[str]:
+    """Lines that match items ``item..end_item`` from ``s{depth}``; the last line of the innermost
+    success is ``return s{k}``. Failure falls through to the caller's next way."""
+    if item == end_item:
+        return [f"{indent}return s{depth}"]
+    kind, k, low, high, mode, first = (int(x) for x in program.items[item])
+    s, t, r = f"s{depth}", f"s{depth + 1}", f"r{depth}"
+    rest = lambda extra: _item_code(program, item + 1, end_item, depth + 1, indent + extra)  # noqa: E731
+    if kind == CLASS:
+        top = _UNBOUNDED_RUN if high >= UNBOUNDED else high
+        if mode == LAZY:
+            return [f"{indent}{r} = _run(words, n, {s}, {_mask(k)}, {low})",
+                    f"{indent}if {r} >= {low}:",
+                    f"{indent}    while True:",
+                    f"{indent}        {t} = {s} + {r}",
+                    *rest("        "),
+                    f"{indent}        if {r} < {top} and {t} < n and (words[{t}] & {_mask(k)}) != 0:",
+                    f"{indent}            {r} += 1",
+                    f"{indent}        else:",
+                    f"{indent}            break"]
+        lines = [f"{indent}{r} = _run(words, n, {s}, {_mask(k)}, {top})"]
+        if mode == POSSESSIVE:
+            return lines + [f"{indent}if {r} >= {low}:", f"{indent}    {t} = {s} + {r}", *rest("    ")]
+        return lines + [f"{indent}while {r} >= {low}:", f"{indent}    {t} = {s} + {r}", *rest("    "),
+                        f"{indent}    {r} -= 1"]
+    if kind == GROUP:
+        count = int(program.group_alternatives[item])
+        options = []
+        for j in range(count):
+            a, b = int(program.alternatives[first + j]), int(program.alternatives[first + j + 1])
+            tests = " and ".join(f"(words[{s} + {q}] & {_mask(int(program.alternative_classes[a + q]))}) != 0"
+                                 for q in range(b - a))
+            options.append((f"{s} + {b - a} <= n and {tests}", f"{s} + {b - a}"))
+        if low == 0:
+            options.append(("True", s))
+        if mode == POSSESSIVE:  # the first way that matches, never another
+            lines = [f"{indent}{t} = -1"]
+            for j, (test, end) in enumerate(options):
+                lines.append(f"{indent}{'if' if j == 0 else 'elif'} {test}:")
+                lines.append(f"{indent}    {t} = {end}")
+            return lines + [f"{indent}if {t} >= 0:", *rest("    ")]
+        lines = [f"{indent}for {r} in range({len(options)}):", f"{indent}    {t} = -1"]
+        for j, (test, end) in enumerate(options):
+            lines.append(f"{indent}    {'if' if j == 0 else 'elif'} {r} == {j} and {test}:")
+            lines.append(f"{indent}        {t} = {end}")
+        return lines + [f"{indent}    if {t} >= 0:", *rest("        ")]
+    tests = {NOT_AHEAD: f"{s} >= n or (words[{s}] & {_mask(k)}) == 0",
+             AHEAD: f"{s} < n and (words[{s}] & {_mask(k)}) != 0",
+             DOLLAR: f"{s} == n or ({s} == n - 1 and final_newline)",
+             END: f"{s} == n"}
+    return [f"{indent}if {tests[kind]}:", f"{indent}    {t} = {s}", *rest("    ")]
+
+
+def _start_mask(program, first: int, end: int) -> int:
+    """The classes a character must be in for the branch to start with it (a superset)."""
+    mask = 0
+    for item in range(first, end):
+        kind, k, low = (int(x) for x in program.items[item][:3])
+        if kind == CLASS:
+            mask |= 1 << k
+            if low > 0:
+                return mask
+        elif kind == GROUP:
+            a0 = int(program.items[item][5])
+            for j in range(int(program.group_alternatives[item])):
+                mask |= 1 << int(program.alternative_classes[program.alternatives[a0 + j]])
+            if low > 0:
+                return mask
+    return (1 << 32) - 1
+
+
+def generated_source(program, pattern: str) -> str:
+    """A Python module of numba functions that split like ``pattern``: one function per branch,
+    each item a loop or a test with its constants written in (no interpretation at run time)."""
+    lines = [f"# generated by bpebench.algorithms.pipeline.pretokenize_program for {pattern!r}",
+             "import numpy as np", "from numba import njit", "", "",
+             "@njit(cache=True, inline='always')",
+             "def _run(words, n, s, mask, high):",
+             "    r = 0",
+             "    while r < high and s + r < n and (words[s + r] & mask) != 0:",
+             "        r += 1",
+             "    return r", ""]
+    for b, (first, end) in enumerate(program.branches.tolist()):
+        lines += ["", "@njit(cache=True)", f"def _branch_{b}(words, n, s0, final_newline):",
+                  *_item_code(program, first, end, 0, "    "), "    return -1", ""]
+    lines += ["", "@njit(cache=True)", "def piece_ends(words, offsets, final_newline, ends):",
+              "    n = words.shape[0]", "    by_char = offsets.shape[0] > 0", "    p = 0", "    m = 0", "    while p < n:", "        w = words[p]",
+              "        e = -1"]
+    for b, (first, end) in enumerate(program.branches.tolist()):
+        guard = "" if b == 0 else "e < 0 and "
+        lines += [f"        if {guard}(w & {_start_mask(program, first, end)}) != 0:",
+                  f"            e = _branch_{b}(words, n, p, final_newline)"]
+    lines += ["        if e <= p:", "            return -1", "        ends[m] = offsets[e] if by_char else e",
+              "        m += 1",
+              "        p = e", "    return m", ""]
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=32)
+def _matcher(pattern: str):
+    """The generated module's ``piece_ends`` for ``pattern`` (written under the cache root, so that
+    numba's cache keeps its machine code), or None when the pattern does not compile."""
+    import hashlib
+    import importlib.util
+    import sys
+
+    program = compile_pattern(pattern)
+    if program is None:
+        return None
+    source = generated_source(program, pattern)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    from ..cache.files import cache_root, write_atomically
+
+    directory = cache_root() / "patterns"
+    path = directory / f"pattern_{digest}.py"
+    try:
+        if not path.exists() or path.read_text() != source:
+            if not write_atomically(path, source.encode()):
+                raise OSError("the cache directory cannot be written")
+        name = f"bpebench_pattern_{digest}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # numba's cache finds the module of its functions by name
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+    except (OSError, SyntaxError, ImportError):
+        return None
+    return program, module.piece_ends
+
+
+class ProgramPretokenizer:
+    """``RegexPretokenizer`` semantics through a generated matcher; ``regex`` for what it drops."""
+
+    def __init__(self, pattern: str, program, piece_ends) -> None:
+        from .pretokenize import RegexPretokenizer
+
+        self.pattern = pattern
+        self.program = program
+        self._piece_ends = piece_ends
+        self.fallback = RegexPretokenizer(pattern)
+
+    def split(self, text: str) -> list[str]:
+        return self.fallback.split(text)
+
+    def piece_ends(self, data: np.ndarray) -> np.ndarray | None:
+        """Byte offsets where the pieces of the UTF-8 text ``data`` end, or None when some of its
+        text matches no branch (then ``split`` has the answer)."""
+        words, offsets = _class_words(data, self.program.stage1, self.program.stage2)
+        ends = np.empty(len(words) + 1, dtype=np.int64)
+        final_newline = len(data) > 0 and data[-1] == 10
+        m = self._piece_ends(words, offsets, final_newline, ends)
+        return ends[:m] if m >= 0 else None
+
+
+def program_pretokenizer(pattern: str) -> ProgramPretokenizer | None:
+    """A :class:`ProgramPretokenizer` for ``pattern``, or None when it does not compile."""
+    found = _matcher(pattern)
+    return None if found is None else ProgramPretokenizer(pattern, *found)
