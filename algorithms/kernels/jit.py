@@ -215,6 +215,12 @@ def _stamped(dispatcher):
     return dispatcher
 
 
+def guard_disk_cache(dispatcher) -> None:
+    """:func:`_guard_cache_file` for a dispatcher made outside this package's ``njit`` (a generated
+    module's): a damaged entry of its disk cache is a miss too."""
+    _guard_cache_file(getattr(getattr(dispatcher, "_cache", None), "_cache_file", None))
+
+
 def _guard_cache_file(cache_file) -> None:
     """A damaged entry of numba's disk cache (a truncated ``.nbi`` index or ``.nbc`` data file) is a
     cache miss, not an UnpicklingError on every run: numba recompiles and rewrites it. One line on

@@ -209,6 +209,11 @@ def _matcher(pattern: str):
                 raise
     except (OSError, SyntaxError, ImportError):
         return None
+    from ..kernels.jit import guard_disk_cache
+
+    for name in dir(module):
+        if name == "piece_ends" or name.startswith("_branch_") or name == "_run":
+            guard_disk_cache(getattr(module, name))
     return program, module.piece_ends
 
 
