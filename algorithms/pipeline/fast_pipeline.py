@@ -961,7 +961,7 @@ class FusedPipeline:
             data = self._id_lists.utf8_span(text, start, end)
             if data is not None:
                 return data
-        from .tokenizer import utf8
+        from .text_bytes import utf8
 
         return utf8(text[start:end])
 

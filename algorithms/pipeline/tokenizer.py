@@ -39,6 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
+from .text_bytes import utf8, valid_text  # noqa: F401 - part of this module's surface
 from .parallel import MIN_PARALLEL_BYTES, cut_spans, part_count, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
@@ -52,24 +53,6 @@ class DisallowedSpecialError(BpebenchError, ValueError):
         self.token = token
         super().__init__(f"text contains the special token {token!r}; allow it with allowed_special or"
                          " encode it as text with disallowed_special=()")
-
-
-def valid_text(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (and surrogate pairs joined),
-    as tiktoken does before encoding: UTF-8 cannot carry a lone surrogate."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
-def utf8(text: str) -> bytes:
-    """The UTF-8 bytes of :func:`valid_text` of ``text``."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return valid_text(text).encode("utf-8")
 
 
 @lru_cache(maxsize=64)

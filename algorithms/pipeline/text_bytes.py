@@ -1,0 +1,21 @@
+"""Text as the UTF-8 bytes the compiled stages read: lone surrogates replaced as tiktoken does."""
+
+from __future__ import annotations
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (and surrogate pairs joined),
+    as tiktoken does before encoding: UTF-8 cannot carry a lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def utf8(text: str) -> bytes:
+    """The UTF-8 bytes of :func:`valid_text` of ``text``."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return valid_text(text).encode("utf-8")
