@@ -600,7 +600,7 @@ def table_patterns() -> None:
     custom = Vocabulary.from_ranks(list(base.tokens), name="o200k-custom-pattern", pattern=CUSTOM_PATTERN)
     functions = {"o200k, compiled pre-tokenizer": Tokenizer(base).encode_ordinary,
                  "mistral_tekken (tekken.json), compiled pre-tokenizer": Tokenizer("mistral_tekken").encode_ordinary,
-                 "custom pattern: regex + compiled BPE": Tokenizer(custom).encode_ordinary,
+                 "custom pattern: generated matcher + compiled BPE": Tokenizer(custom).encode_ordinary,
                  "custom pattern: reference path": Tokenizer(custom, pretokenizer="regex").encode_ordinary}
     print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN} (unseen, one CPU, 400 kB per kind): MB/s")
     for kind in protocol.KINDS:

@@ -52,8 +52,10 @@ class Program(NamedTuple):
     alternatives: np.ndarray  # int32[n_alternatives + 1]: offsets into ``alternative_classes``
     alternative_classes: np.ndarray  # int32[...]: one class per character of each alternative
     group_alternatives: np.ndarray  # int32[n_items]: how many alternatives a GROUP item has
-    stage1: np.ndarray  # int32[0x110000 // 256]: block of each code point's class bits
-    stage2: np.ndarray  # uint32[n_blocks * 256]: bit k set = the code point is in class k
+    stage1: np.ndarray  # int32[0x110000 // 256]: block of each code point's kind
+    stage2: np.ndarray  # uint16[n_blocks * 256]: each code point's kind (its set of classes)
+    kind_classes: np.ndarray  # uint32[n_kinds]: bit k set = the kind's code points are in class k
+    byte_classes: np.ndarray  # uint32[256]: ``kind_classes`` of the ASCII bytes (0 above 127)
     max_items: int  # the longest branch (the matcher's backtracking stack)
 
 
@@ -252,10 +254,14 @@ def _all_code_points() -> str:
     return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, _N_CODEPOINTS)))
 
 
-def class_table(classes: list[tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray]:
-    """Two-stage table: bit k of a code point's word is set when ``regex`` matches it with class k.
-    Kept under the cache root (checked bytes, keyed by the classes and ``regex``'s version): listing
-    the classes costs 0.1-0.3 s."""
+#: the layout of the class-table files (part of their key)
+_TABLE_FORMAT = 2
+
+
+def class_table(classes: list[tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every code point's *kind* (the set of classes ``regex`` matches it with), as a two-stage
+    table of kind numbers, and each kind's class bits (bit k: class k). Kept under the cache root
+    (checked bytes, keyed by the classes and ``regex``'s version): listing costs 0.1-0.3 s."""
     import hashlib
     import json
 
@@ -263,26 +269,29 @@ def class_table(classes: list[tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray
 
     from ..cache.files import CacheDamaged, cache_root, discard, read_checked, write_checked
 
-    key = hashlib.sha256(json.dumps([regex.__version__, classes]).encode()).hexdigest()[:24]
+    key = hashlib.sha256(json.dumps([_TABLE_FORMAT, regex.__version__, classes]).encode()).hexdigest()[:24]
     path = cache_root() / "patterns" / f"classes_{key}.bin"
+    n_blocks = _N_CODEPOINTS // _BLOCK
     try:
         payload = read_checked(path)
         if payload is not None:
-            n_blocks = _N_CODEPOINTS // _BLOCK
             payload = bytearray(payload)  # writable arrays, as numba's compiled signature expects
             stage1 = np.frombuffer(payload, dtype=np.int32, count=n_blocks)
-            stage2 = np.frombuffer(payload, dtype=np.uint32, offset=stage1.nbytes)
-            if stage2.size % _BLOCK == 0 and stage1.min() >= 0 and stage1.max() < stage2.size // _BLOCK:
-                return stage1, stage2
+            n_kinds = int(np.frombuffer(payload, dtype=np.int32, count=1, offset=stage1.nbytes)[0])
+            kinds = np.frombuffer(payload, dtype=np.uint32, count=n_kinds, offset=stage1.nbytes + 4)
+            stage2 = np.frombuffer(payload, dtype=np.uint16, offset=stage1.nbytes + 4 + kinds.nbytes)
+            if (stage2.size % _BLOCK == 0 and stage1.min() >= 0 and stage1.max() < stage2.size // _BLOCK
+                    and int(stage2.max()) < n_kinds):
+                return stage1, stage2, kinds
             raise CacheDamaged("tables of the wrong shape")
     except (CacheDamaged, ValueError) as exc:
         discard(path, str(exc))
-    stage1, stage2 = _list_classes(classes, regex)
-    write_checked(path, stage1.tobytes() + stage2.tobytes())
-    return stage1, stage2
+    stage1, stage2, kinds = _list_classes(classes, regex)
+    write_checked(path, stage1.tobytes() + np.int32(len(kinds)).tobytes() + kinds.tobytes() + stage2.tobytes())
+    return stage1, stage2, kinds
 
 
-def _list_classes(classes: list[tuple[str, bool]], regex) -> tuple[np.ndarray, np.ndarray]:
+def _list_classes(classes: list[tuple[str, bool]], regex) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     everything = _all_code_points()
     flat = np.zeros(_N_CODEPOINTS, dtype=np.uint32)
     for k, (source, ignore_case) in enumerate(classes):
@@ -298,9 +307,12 @@ def _list_classes(classes: list[tuple[str, bool]], regex) -> tuple[np.ndarray, n
                 flat[0xE000:hi] |= bit
             else:
                 flat[lo:hi] |= bit
-    blocks = flat.reshape(-1, _BLOCK)
+    kinds, kind_of = np.unique(flat, return_inverse=True)
+    if len(kinds) > 1 << 16:
+        raise Unsupported("more than 65536 kinds of character")
+    blocks = kind_of.astype(np.uint16).reshape(-1, _BLOCK)
     unique, stage1 = np.unique(blocks, axis=0, return_inverse=True)
-    return stage1.astype(np.int32).ravel(), unique.astype(np.uint32).ravel()
+    return stage1.astype(np.int32).ravel(), unique.astype(np.uint16).ravel(), kinds.astype(np.uint32)
 
 
 # ----------------------------------------------------------------------------- the program
@@ -314,6 +326,13 @@ def _min_length(branch: list[tuple]) -> int:
     return total
 
 
+def _byte_classes(stage1: np.ndarray, stage2: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """The class bits of each byte read as a character (ASCII; bytes above 127 get none)."""
+    table = np.zeros(256, dtype=np.uint32)
+    table[:128] = kinds[stage2[int(stage1[0]) * _BLOCK:int(stage1[0]) * _BLOCK + 128]]
+    return table
+
+
 @lru_cache(maxsize=32)
 def compile_pattern(pattern: str) -> Program | None:
     """The program of ``pattern``, or None when it is outside the supported shape."""
@@ -325,7 +344,7 @@ def compile_pattern(pattern: str) -> Program | None:
     if any(_min_length(branch) == 0 for branch in branches):
         return None  # an empty match: findall's rules for those are not reproduced
     try:
-        stage1, stage2 = class_table(parser.classes)
+        stage1, stage2, kinds = class_table(parser.classes)
     except Exception:  # noqa: BLE001 - a class regex cannot read alone: leave the pattern to regex
         return None
     rows, alternatives, alternative_classes, counts, spans = [], [0], [], [], []
@@ -351,5 +370,5 @@ def compile_pattern(pattern: str) -> Program | None:
         spans.append((first, len(rows)))
     return Program(np.array(spans, dtype=np.int32).reshape(-1, 2), np.array(rows, dtype=np.int32).reshape(-1, 6),
                    np.array(alternatives, dtype=np.int32), np.array(alternative_classes + [0], dtype=np.int32),
-                   np.array(counts, dtype=np.int32), stage1, stage2,
+                   np.array(counts, dtype=np.int32), stage1, stage2, kinds, _byte_classes(stage1, stage2, kinds),
                    max(end - start for start, end in spans))

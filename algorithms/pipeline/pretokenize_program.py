@@ -1,7 +1,10 @@
 """Split text with a compiled pattern program (:mod:`.pattern_program`), as ``regex.findall`` does.
 
-The text's UTF-8 is decoded into one class word per character (bit k: the character is in
-the program's class k, from the program's two-stage table). Then, from each position, the
+Every position reads its class bits (bit k: the character is in the program's class k) as
+``classes[codes[position]]``: for ASCII text ``codes`` are the bytes themselves and ``classes``
+a 256-entry table (no pass before the matcher); otherwise the UTF-8 is decoded into one *kind*
+per character (the program's two-stage table) and ``classes`` maps kinds to class bits. numba
+compiles the generated functions once for each code width. Then, from each position, the
 branches are tried left to right; a branch is matched by depth-first search over its items,
 each item listing its possible ends in the backtracking engine's order (a greedy class run
 longest first, a lazy one shortest first, a possessive one only its longest; a group's
@@ -27,22 +30,10 @@ from .pattern_program import AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, 
 
 
 @njit(cache=True)
-def _class_words(data, stage1, stage2):
-    """(one class word per character, each character's first byte offset + the end) of valid UTF-8;
-    for ASCII text no offsets (an empty array: a character is a byte), and one table read a byte."""
+def _character_kinds(data, stage1, stage2):
+    """(each character's kind, each character's first byte offset + the end) of valid UTF-8 text."""
     n_bytes = data.shape[0]
-    ascii_block = np.int64(stage1[0]) << 8
-    ascii_only = True
-    for i in range(n_bytes):
-        if data[i] >= 0x80:
-            ascii_only = False
-            break
-    if ascii_only:
-        words = np.empty(n_bytes, dtype=np.uint32)
-        for i in range(n_bytes):
-            words[i] = stage2[ascii_block | np.int64(data[i])]
-        return words, np.zeros(0, dtype=np.int64)
-    words = np.empty(n_bytes, dtype=np.uint32)
+    kinds = np.empty(n_bytes, dtype=np.uint16)
     offsets = np.empty(n_bytes + 1, dtype=np.int64)
     i = 0
     k = 0
@@ -61,12 +52,12 @@ def _class_words(data, stage1, stage2):
             cp = (((b0 & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
                   | ((np.int64(data[i + 2]) & 0x3F) << 6) | (np.int64(data[i + 3]) & 0x3F))
             length = 4
-        words[k] = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
+        kinds[k] = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
         offsets[k] = i
         i += length
         k += 1
     offsets[k] = n_bytes
-    return words[:k], offsets[:k + 1]
+    return kinds[:k], offsets[:k + 1]
 
 
 # ----------------------------------------------------------------------------- the generated matcher
@@ -88,16 +79,16 @@ def _item_code(program, item: int, end_item: int, depth: int, indent: str) -> li
     if kind == CLASS:
         top = _UNBOUNDED_RUN if high >= UNBOUNDED else high
         if mode == LAZY:
-            return [f"{indent}{r} = _run(words, n, {s}, {_mask(k)}, {low})",
+            return [f"{indent}{r} = _run(codes, classes, n, {s}, {_mask(k)}, {low})",
                     f"{indent}if {r} >= {low}:",
                     f"{indent}    while True:",
                     f"{indent}        {t} = {s} + {r}",
                     *rest("        "),
-                    f"{indent}        if {r} < {top} and {t} < n and (words[{t}] & {_mask(k)}) != 0:",
+                    f"{indent}        if {r} < {top} and {t} < n and (classes[codes[{t}]] & {_mask(k)}) != 0:",
                     f"{indent}            {r} += 1",
                     f"{indent}        else:",
                     f"{indent}            break"]
-        lines = [f"{indent}{r} = _run(words, n, {s}, {_mask(k)}, {top})"]
+        lines = [f"{indent}{r} = _run(codes, classes, n, {s}, {_mask(k)}, {top})"]
         if mode == POSSESSIVE:
             return lines + [f"{indent}if {r} >= {low}:", f"{indent}    {t} = {s} + {r}", *rest("    ")]
         return lines + [f"{indent}while {r} >= {low}:", f"{indent}    {t} = {s} + {r}", *rest("    "),
@@ -107,7 +98,7 @@ def _item_code(program, item: int, end_item: int, depth: int, indent: str) -> li
         options = []
         for j in range(count):
             a, b = int(program.alternatives[first + j]), int(program.alternatives[first + j + 1])
-            tests = " and ".join(f"(words[{s} + {q}] & {_mask(int(program.alternative_classes[a + q]))}) != 0"
+            tests = " and ".join(f"(classes[codes[{s} + {q}]] & {_mask(int(program.alternative_classes[a + q]))}) != 0"
                                  for q in range(b - a))
             options.append((f"{s} + {b - a} <= n and {tests}", f"{s} + {b - a}"))
         if low == 0:
@@ -123,8 +114,8 @@ def _item_code(program, item: int, end_item: int, depth: int, indent: str) -> li
             lines.append(f"{indent}    {'if' if j == 0 else 'elif'} {r} == {j} and {test}:")
             lines.append(f"{indent}        {t} = {end}")
         return lines + [f"{indent}    if {t} >= 0:", *rest("        ")]
-    tests = {NOT_AHEAD: f"{s} >= n or (words[{s}] & {_mask(k)}) == 0",
-             AHEAD: f"{s} < n and (words[{s}] & {_mask(k)}) != 0",
+    tests = {NOT_AHEAD: f"{s} >= n or (classes[codes[{s}]] & {_mask(k)}) == 0",
+             AHEAD: f"{s} < n and (classes[codes[{s}]] & {_mask(k)}) != 0",
              DOLLAR: f"{s} == n or ({s} == n - 1 and final_newline)",
              END: f"{s} == n"}
     return [f"{indent}if {tests[kind]}:", f"{indent}    {t} = {s}", *rest("    ")]
@@ -154,21 +145,22 @@ def generated_source(program, pattern: str) -> str:
     lines = [f"# generated by bpebench.algorithms.pipeline.pretokenize_program for {pattern!r}",
              "import numpy as np", "from numba import njit", "", "",
              "@njit(cache=True, inline='always')",
-             "def _run(words, n, s, mask, high):",
+             "def _run(codes, classes, n, s, mask, high):",
              "    r = 0",
-             "    while r < high and s + r < n and (words[s + r] & mask) != 0:",
+             "    while r < high and s + r < n and (classes[codes[s + r]] & mask) != 0:",
              "        r += 1",
              "    return r", ""]
     for b, (first, end) in enumerate(program.branches.tolist()):
-        lines += ["", "@njit(cache=True)", f"def _branch_{b}(words, n, s0, final_newline):",
+        lines += ["", "@njit(cache=True)", f"def _branch_{b}(codes, classes, n, s0, final_newline):",
                   *_item_code(program, first, end, 0, "    "), "    return -1", ""]
-    lines += ["", "@njit(cache=True)", "def piece_ends(words, offsets, final_newline, ends):",
-              "    n = words.shape[0]", "    by_char = offsets.shape[0] > 0", "    p = 0", "    m = 0", "    while p < n:", "        w = words[p]",
+    lines += ["", "@njit(cache=True)", "def piece_ends(codes, classes, offsets, final_newline, ends):",
+              "    n = codes.shape[0]", "    by_char = offsets.shape[0] > 0", "    p = 0", "    m = 0", "    while p < n:",
+              "        w = classes[codes[p]]",
               "        e = -1"]
     for b, (first, end) in enumerate(program.branches.tolist()):
         guard = "" if b == 0 else "e < 0 and "
         lines += [f"        if {guard}(w & {_start_mask(program, first, end)}) != 0:",
-                  f"            e = _branch_{b}(words, n, p, final_newline)"]
+                  f"            e = _branch_{b}(codes, classes, n, p, final_newline)"]
     lines += ["        if e <= p:", "            return -1", "        ends[m] = offsets[e] if by_char else e",
               "        m += 1",
               "        p = e", "    return m", ""]
@@ -227,6 +219,10 @@ class ProgramPretokenizer:
         self.program = program
         self._piece_ends = piece_ends
         self.fallback = RegexPretokenizer(pattern)
+        # both code widths compiled (or loaded from numba's cache) now, not inside the first
+        # text that holds a non-ASCII character
+        for sample in (b"a 1.", "a \u00e9 1.".encode()):
+            self.piece_ends(np.frombuffer(sample, dtype=np.uint8))
 
     def split(self, text: str) -> list[str]:
         return self.fallback.split(text)
@@ -234,11 +230,19 @@ class ProgramPretokenizer:
     def piece_ends(self, data: np.ndarray) -> np.ndarray | None:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end, or None when some of its
         text matches no branch (then ``split`` has the answer)."""
-        words, offsets = _class_words(data, self.program.stage1, self.program.stage2)
-        ends = np.empty(len(words) + 1, dtype=np.int64)
+        p = self.program
         final_newline = len(data) > 0 and data[-1] == 10
-        m = self._piece_ends(words, offsets, final_newline, ends)
+        if len(data) == 0 or data.max() < 0x80:  # ASCII: the bytes are the codes, the offsets themselves
+            codes, classes, offsets = data, p.byte_classes, _NO_OFFSETS
+        else:
+            codes, offsets = _character_kinds(data, p.stage1, p.stage2)
+            classes = p.kind_classes
+        ends = np.empty(len(codes) + 1, dtype=np.int64)
+        m = self._piece_ends(codes, classes, offsets, final_newline, ends)
         return ends[:m] if m >= 0 else None
+
+
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
 
 
 def program_pretokenizer(pattern: str) -> ProgramPretokenizer | None:
