@@ -261,8 +261,10 @@ def _peer_batch_functions(vocab) -> dict:
     if "gigatoken" in usable and make_peer("gigatoken", vocab).same_ids:
         from bpebench.algorithms.peers import _gigatoken_tokenizer
 
+        # one instance per row, as ours: a second row on the same instance met each batch again
+        # in its cache (gigatoken's flat batch measured 3x its own one-instance speed that way)
         giga = _gigatoken_tokenizer(vocab)
-        lists = giga.as_tiktoken()
+        lists = _gigatoken_tokenizer(vocab).as_tiktoken()
         found["gigatoken lists"] = lambda texts: lists.encode_ordinary_batch(texts)
         found["gigatoken numpy (flat)"] = lambda texts: giga.encode_batch(texts)
     if "fastokens" in usable and make_peer("fastokens", vocab).same_ids:
@@ -271,10 +273,10 @@ def _peer_batch_functions(vocab) -> dict:
         from bpebench.algorithms.peers import _ranks_file
         from bpebench.algorithms.formats.patterns import resolve_pattern
 
-        fast = fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
-                                                 special_tokens={})
+        fast, fast_flat = (fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
+                                                             special_tokens={}) for _ in range(2))
         found["fastokens"] = lambda texts: [e.ids for e in fast.encode_batch(texts)]
-        found["fastokens flat"] = lambda texts: fast.encode_batch_flat(texts)
+        found["fastokens flat"] = lambda texts: fast_flat.encode_batch_flat(texts)
     return found
 
 
@@ -345,6 +347,8 @@ def _flat_ids(output) -> list[int]:
 
     if isinstance(output, tuple) and isinstance(output[0], bytes):
         return np.frombuffer(output[0], dtype=np.uint32).tolist()
+    if isinstance(output, tuple):  # ours: (uint32 ids, int64 offsets)
+        return output[0].tolist()
     if hasattr(output, "layout"):  # awkward
         import awkward
 
@@ -383,10 +387,12 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
         vocab = load_vocabulary(vocab_name)
         # one pipeline per row (Tokenizers of one vocabulary share theirs): a piece cache that met a
         # batch in one row must not serve it in the next
-        one, many, long_one, long_many, flat_many = (_own_pipeline(vocab) for _ in range(5))
+        one, many, flat_batch, long_one, long_many, flat_many = (_own_pipeline(vocab) for _ in range(6))
         functions = {
             "ours batch, 1 thread": lambda texts: one.encode_ordinary_batch(texts, num_threads=1),
             f"ours batch, {cpus} threads": lambda texts: many.encode_ordinary_batch(texts),
+            f"ours batch to numpy, {cpus} threads (flat)": lambda texts: flat_batch.encode_ordinary_batch_to_numpy(
+                texts),
             "ours one long text, 1 thread": lambda texts: long_one.encode_ordinary("".join(texts), num_threads=1),
             f"ours one long text, {cpus} threads": lambda texts: long_many.encode_ordinary("".join(texts)),
             f"ours encode_to_numpy, one long text, {cpus} threads (flat)": lambda texts: flat_many.encode_to_numpy(

@@ -515,6 +515,20 @@ def test_threads_give_the_ids_of_one_thread(name, threads):
     expected = tok.encode_ordinary_batch(batch, num_threads=1)
     assert tok.encode_ordinary_batch(batch, num_threads=threads) == expected
     assert expected == [peer.encode_ordinary(t) for t in batch]
+    flat, offsets = tok.encode_ordinary_batch_to_numpy(batch, num_threads=threads)
+    assert flat.dtype == np.uint32 and offsets.dtype == np.int64 and len(offsets) == len(batch) + 1
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+
+
+def test_flat_batch_of_nothing_and_off_the_fused_path():
+    tok = fused("cl100k_base")
+    flat, offsets = tok.encode_ordinary_batch_to_numpy([])
+    assert flat.tolist() == [] and offsets.tolist() == [0]
+    reference = Tokenizer(load_vocabulary("cl100k_base"), algorithm="heap", pretokenizer="regex")
+    assert reference._fused is None
+    texts = ["", "hello world", "don't 中文"]
+    flat, offsets = reference.encode_ordinary_batch_to_numpy(texts)
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == tok.encode_ordinary_batch(texts)
 
 
 def test_cut_text_cuts_only_before_a_letter_after_a_line_feed():
