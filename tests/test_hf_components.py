@@ -183,6 +183,33 @@ def test_a_long_text_is_matched_without_regex_timeout_and_still_never_hangs(monk
     assert find_matches(compile_pattern(r"b"), long_words)[:3] == [(0, 1, False), (1, 2, True), (2, 4, False)]
 
 
+def test_a_forked_child_gets_its_own_regex_worker():
+    """The watched worker is a thread: a child forked after the parent used it has the object but
+    not the thread, and must not wait on it until the deadline."""
+    import os
+
+    from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    splitter = RegexPretokenizer(r"\w+|\s+")
+    text = "ab " * 3000
+    assert splitter.split(text)[:2] == ["ab", " "]  # the parent's worker exists now
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report what it got, then leave without running pytest's teardown
+        try:
+            ok = splitter.split(text) == ["ab", " "] * 3000
+        except BaseException:  # noqa: BLE001 - reported as a failure below
+            ok = False
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    got = os.read(read, 1)
+    os.waitpid(child, 0)
+    assert got == b"1"
+
+
 def test_patterns_that_may_backtrack_exponentially_keep_regex_timeout(monkeypatch):
     from bpebench.algorithms.formats.patterns import PATTERNS
     from bpebench.algorithms.pipeline.pretokenize import RegexPretokenizer

@@ -68,6 +68,7 @@ class _Worker:
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.pid = os.getpid()  # a forked child has the object but not the thread
         threading.Thread(target=self._run, name="bpebench-regex", daemon=True).start()
 
     def _run(self) -> None:
@@ -87,7 +88,7 @@ def run_watched(function, *args, seconds: float):
     """``function(*args)`` on the calling thread's worker; TimeoutError when it has not returned
     within ``seconds`` (the worker is then left to finish alone and a new one takes the next job)."""
     worker = getattr(_workers, "worker", None)
-    if worker is None:
+    if worker is None or worker.pid != os.getpid():
         worker = _workers.worker = _Worker()
     outcome: list = []
     done = threading.Event()
