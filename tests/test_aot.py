@@ -473,6 +473,8 @@ def test_helper_join_lists_moves_the_items_and_leaks_nothing(aot_module):
     assert counted == before  # moved, not copied: no new reference, none lost
     parts[0].append(5)  # the emptied lists stay usable
     assert parts[0] == [5] and helper.join_lists([]) == [] and helper.join_lists([[1]]) == [1]
+    twice = [token, 2]
+    assert helper.join_lists([twice, twice, [3]]) == [token, 2, 3] and twice == []  # moved once
     del joined, expected
     assert sys.getrefcount(token) == held
     for bad in ([[1], (2,)], ([1],), "ab"):

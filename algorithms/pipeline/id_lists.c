@@ -259,7 +259,7 @@ static PyObject *join_lists(PyObject *Py_UNUSED(module), PyObject *const *args, 
     PyObject *joined = PyList_New(total);
     if (joined == NULL)
         return NULL;
-    PyObject **at = ((PyListObject *)joined)->ob_item;
+    PyObject **first = ((PyListObject *)joined)->ob_item, **at = first;
     for (Py_ssize_t k = 0; k < n_lists; k++) {
         PyListObject *part = (PyListObject *)PyList_GET_ITEM(lists, k);
         Py_ssize_t n = Py_SIZE(part);
@@ -269,6 +269,9 @@ static PyObject *join_lists(PyObject *Py_UNUSED(module), PyObject *const *args, 
             Py_SET_SIZE(part, 0); /* its references now belong to ``joined``; its storage stays allocated */
         }
     }
+    /* one list given twice is emptied the first time: the slots it would have filled stay NULL, and
+       the joined list ends before them */
+    Py_SET_SIZE(joined, at - first);
     return joined;
 }
 
