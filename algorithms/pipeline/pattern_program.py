@@ -5,8 +5,8 @@ any other pattern a vocabulary carries (a custom tiktoken pattern, an HF ``Split
 split by the ``regex`` module, 10-20 MB/s. Most such patterns share one shape: an alternation
 of branches, each a sequence of quantified character classes, with optional groups of literal
 alternatives (``(?i:'s|'t|'re)``), one-class look-aheads (``(?!\\S)``) and ``$``. This module
-parses that shape into flat integer tables that
-:mod:`bpebench.algorithms.pipeline.pretokenize_program` runs in numba; anything else gets
+parses that shape into flat integer tables, from which
+:mod:`bpebench.algorithms.pipeline.pretokenize_program` writes numba code; anything else gets
 ``None`` (and stays on ``regex``).
 
 What each character class means is never interpreted here: its source text is handed back
@@ -56,7 +56,6 @@ class Program(NamedTuple):
     stage2: np.ndarray  # uint16[n_blocks * 256]: each code point's kind (its set of classes)
     kind_classes: np.ndarray  # uint32[n_kinds]: bit k set = the kind's code points are in class k
     byte_classes: np.ndarray  # uint32[256]: ``kind_classes`` of the ASCII bytes (0 above 127)
-    max_items: int  # the longest branch (the matcher's backtracking stack)
 
 
 # ----------------------------------------------------------------------------- the parser
@@ -370,5 +369,4 @@ def compile_pattern(pattern: str) -> Program | None:
         spans.append((first, len(rows)))
     return Program(np.array(spans, dtype=np.int32).reshape(-1, 2), np.array(rows, dtype=np.int32).reshape(-1, 6),
                    np.array(alternatives, dtype=np.int32), np.array(alternative_classes + [0], dtype=np.int32),
-                   np.array(counts, dtype=np.int32), stage1, stage2, kinds, _byte_classes(stage1, stage2, kinds),
-                   max(end - start for start, end in spans))
+                   np.array(counts, dtype=np.int32), stage1, stage2, kinds, _byte_classes(stage1, stage2, kinds))

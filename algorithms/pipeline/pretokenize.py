@@ -16,7 +16,7 @@ import regex
 
 from bpebench.errors import BpebenchError
 from ..formats.patterns import resolve_pattern
-from .text_pieces import WATCHED_MIN_CHARS, deadline, exponential_risk, regex_timeout, run_watched
+from .text_pieces import exponential_risk, run_matching
 
 SPM_SPACE = "\u2581"  # SentencePiece's visible space "▁"
 
@@ -38,15 +38,11 @@ class RegexPretokenizer:
 
     def split(self, text: str) -> list[str]:
         """The whole matches, in order (tiktoken: text no match covers is dropped). A long text is
-        matched without ``regex``'s timeout on a watched worker (see ``text_pieces.run_watched``)."""
-        watched = len(text) >= WATCHED_MIN_CHARS and not self._exponential_risk
+        matched without ``regex``'s timeout on a watched worker (``text_pieces.run_matching``)."""
         try:
-            if watched:
-                return run_watched(self._matches, text, None, seconds=deadline(len(text)))
-            return self._matches(text, regex_timeout())
-        except TimeoutError:
-            seconds = deadline(len(text)) if watched else regex_timeout()
-            raise BpebenchError(f"pre-tokenizer pattern {self.pattern!r} ran longer than {seconds:g} s"
+            return run_matching(lambda timeout: self._matches(text, timeout), len(text), self._exponential_risk)
+        except TimeoutError as exc:
+            raise BpebenchError(f"pre-tokenizer pattern {self.pattern!r} ran longer than {exc.args[0]:g} s"
                                 " (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more") from None
 
     def _matches(self, text: str, timeout: float | None) -> list[str]:

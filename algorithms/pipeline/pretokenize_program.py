@@ -4,12 +4,14 @@ Every position reads its class bits (bit k: the character is in the program's cl
 ``classes[codes[position]]``: for ASCII text ``codes`` are the bytes themselves and ``classes``
 a 256-entry table (no pass before the matcher); otherwise the UTF-8 is decoded into one *kind*
 per character (the program's two-stage table) and ``classes`` maps kinds to class bits. numba
-compiles the generated functions once for each code width. Then, from each position, the
-branches are tried left to right; a branch is matched by depth-first search over its items,
-each item listing its possible ends in the backtracking engine's order (a greedy class run
+compiles the generated functions once for each code width. The pattern becomes a Python
+module written under the cache root (:func:`generated_source`): one function per branch,
+whose nested loops are a depth-first search over its items with the constants written in,
+each item trying its possible ends in the backtracking engine's order (a greedy class run
 longest first, a lazy one shortest first, a possessive one only its longest; a group's
 alternatives in order, then, when optional, none; a look-ahead or ``$`` the position itself
-or nothing). The first branch with a complete match gives the piece; the next search starts
+or nothing). From each position the branches are tried left to right (a branch whose first
+character cannot match is skipped); the first with a complete match gives the piece; the next search starts
 at its end, as ``findall`` goes on. A position where no branch matches is text ``findall``
 drops: the caller is told, and splits that text with ``regex`` instead.
 

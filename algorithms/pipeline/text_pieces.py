@@ -194,6 +194,22 @@ def deadline(n_chars: int) -> float:
     return regex_timeout() * (1 + n_chars / 1_000_000)
 
 
+def run_matching(match, n_chars: int, exponential: bool):
+    """``match(timeout)`` for a text of ``n_chars`` characters: at least ``WATCHED_MIN_CHARS`` on the
+    watched worker without ``regex``'s timeout (unless the pattern is an ``exponential`` risk), else
+    with it. TimeoutError carries the seconds allowed when the matching overran them."""
+    if n_chars >= WATCHED_MIN_CHARS and not exponential:
+        seconds = deadline(n_chars)
+        try:
+            return run_watched(match, None, seconds=seconds)
+        except TimeoutError:
+            raise TimeoutError(seconds) from None
+    try:
+        return match(regex_timeout())
+    except TimeoutError:
+        raise TimeoutError(regex_timeout()) from None
+
+
 @dataclass(slots=True)
 class Piece:
     """Text with its origin; ``token`` is set for an added token carved out of the text."""
@@ -300,15 +316,15 @@ def find_matches(compiled: regex.Pattern, text: str) -> list[tuple[int, int, boo
     """HF ``Pattern::find_matches``: spans covering ``text``, each marked as a match or not."""
     if not text:
         return [(0, 0, False)]
-    if len(text) >= WATCHED_MIN_CHARS and not _exponential_risk(compiled.pattern):
-        try:
-            return run_watched(_find_matches, compiled, text, None, seconds=deadline(len(text)))
-        except TimeoutError:
-            raise BpebenchError(
-                f"pattern {compiled.pattern!r} ran longer than {deadline(len(text)):g} s on a piece of"
-                f" {len(text)} characters (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more"
-            ) from None
-    return _find_matches(compiled, text, regex_timeout())
+    try:
+        # the pattern is judged only for a text long enough to be watched (short ones are most calls)
+        exponential = len(text) >= WATCHED_MIN_CHARS and _exponential_risk(compiled.pattern)
+        return run_matching(lambda timeout: _find_matches(compiled, text, timeout), len(text), exponential)
+    except TimeoutError as exc:
+        raise BpebenchError(
+            f"pattern {compiled.pattern!r} ran longer than {exc.args[0]:g} s on a piece of {len(text)} characters"
+            " (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more"
+        ) from None
 
 
 def _find_matches(compiled: regex.Pattern, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
@@ -318,13 +334,7 @@ def _find_matches(compiled: regex.Pattern, text: str, timeout: float | None) -> 
     last_match_end = -1
     search = compiled.search
     while pos <= n:
-        try:
-            m = search(text, pos, timeout=timeout)
-        except TimeoutError:
-            raise BpebenchError(
-                f"pattern {compiled.pattern!r} ran longer than {timeout:g} s in one search on a piece of"
-                f" {n} characters (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more"
-            ) from None
+        m = search(text, pos, timeout=timeout)
         if m is None:
             break
         s, e = m.span()

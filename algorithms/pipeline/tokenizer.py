@@ -509,18 +509,22 @@ class Tokenizer:
         texts = list(texts)
         if self._fused is None:
             return [self.encode_ordinary(t) for t in texts]
+        fused = self._fused
+
+        def group(data: list[bytes]) -> list[list[int]]:
+            return fused.id_lists(*fused.encode_utf8_batch(data))
+
+        return [ids for part in self._batch_groups(texts, num_threads, group)[1] for ids in part]
+
+    def _batch_groups(self, texts: list[str], num_threads: int | None, encode_group) -> tuple[list, list]:
+        """(the groups' index ranges, ``encode_group(utf8 texts of the group)`` for each): the batch cut
+        into contiguous groups of about equal bytes, a few per thread, run on the threads."""
         normalize = self._normalize
         data = [utf8(normalize(text)) if text else b"" for text in texts]
         sizes = [len(d) for d in data]
         threads = thread_count(num_threads) if sum(sizes) >= MIN_PARALLEL_BYTES else 1
-        fused = self._fused
-
-        def group(bounds: tuple[int, int]) -> list[list[int]]:
-            ids, offsets = fused.encode_utf8_batch(data[bounds[0]:bounds[1]])
-            return fused.id_lists(ids, offsets)
-
         groups = split_batch(sizes, part_count(sum(sizes), threads))
-        return [ids for part in run_all(group, groups, threads) for ids in part]
+        return groups, run_all(lambda bounds: encode_group(data[bounds[0]:bounds[1]]), groups, threads)
 
     def encode_ordinary_batch_to_numpy(self, texts: Iterable[str], *,
                                        num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -533,13 +537,7 @@ class Tokenizer:
             arrays = [np.array(self.encode_ordinary(t), dtype=np.uint32) for t in texts]
             np.cumsum([len(a) for a in arrays], out=offsets[1:])
             return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)), offsets
-        normalize = self._normalize
-        data = [utf8(normalize(text)) if text else b"" for text in texts]
-        sizes = [len(d) for d in data]
-        threads = thread_count(num_threads) if sum(sizes) >= MIN_PARALLEL_BYTES else 1
-        fused = self._fused
-        groups = split_batch(sizes, part_count(sum(sizes), threads))
-        results = run_all(lambda bounds: fused.encode_utf8_batch(data[bounds[0]:bounds[1]]), groups, threads)
+        groups, results = self._batch_groups(texts, num_threads, self._fused.encode_utf8_batch)
         base = 0
         for (first, last), (ids, group_offsets) in zip(groups, results):
             offsets[first + 1:last + 1] = group_offsets[1:] + base
