@@ -389,29 +389,43 @@ def test_repeated_long_pieces_around_the_memo_bound_equal_tiktoken():
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
     from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary
-    from bpebench.algorithms.kernels.short_piece import MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, medium_token, short_token
+    from bpebench.algorithms.kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES,
+                                                         long_token, medium_token, short_token)
 
     vocab = load_vocabulary(name)
     plan = fused(name)._fused.plan
     priority = compile_vocabulary(vocab).priority
 
     def lookup(piece: bytes) -> int:
-        data = np.frombuffer(piece, dtype=np.uint8)
-        table = short_token if len(piece) <= SHORT_TOKEN_BYTES else medium_token
-        return int(table(plan.short_tokens if table is short_token else plan.medium_tokens, data, 0, len(piece)))
+        # the piece at the end of a longer buffer as well: the long table's words are read with
+        # whole-word loads when 32 bytes can be read, else byte by byte
+        for padding in (b"", b"\xff" * 40):
+            data = np.frombuffer(piece + padding, dtype=np.uint8)
+            if len(piece) <= SHORT_TOKEN_BYTES:
+                found = short_token(plan.short_tokens, data, 0, len(piece))
+            elif len(piece) <= MEDIUM_TOKEN_BYTES:
+                found = medium_token(plan.medium_tokens, data, 0, len(piece))
+            else:
+                found = long_token(plan.long_tokens, data, 0, len(piece))
+            if padding:
+                assert found == first
+            first = found
+        return int(found)
 
     checked = 0
+    long_checked = 0
     for token_id, piece in enumerate(vocab.tokens):
-        if 1 <= len(piece) <= MEDIUM_TOKEN_BYTES and priority[token_id] < NEVER:
+        if 1 <= len(piece) <= LONG_TOKEN_BYTES and priority[token_id] < NEVER:
             assert lookup(piece) == token_id, piece
             checked += 1
+            long_checked += len(piece) > MEDIUM_TOKEN_BYTES
             # the same bytes one shorter or one longer are another token or none
             for other in (piece[:-1], piece + b"\x00"):
-                if 1 <= len(other) <= MEDIUM_TOKEN_BYTES:
+                if 1 <= len(other) <= LONG_TOKEN_BYTES:
                     want = vocab.token_id(other)
                     got = lookup(other)
                     assert got == (want if want is not None and priority[want] < NEVER else -1), other
-    assert checked > 0.9 * len(vocab.tokens)
+    assert checked > 0.9 * len(vocab.tokens) and long_checked > 500
 
 
 # ============================================================================= the piece cache

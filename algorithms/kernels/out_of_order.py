@@ -36,7 +36,7 @@ from .compiled import live_merges, pair_table
 from .jit import njit
 from .matching import merge_ranks
 from .short_piece import (
-    NO_MERGE, _fill_byte_pair_ranks, medium_tokens, merge_short_piece, rank_token_offset, short_tokens,
+    NO_MERGE, _fill_byte_pair_ranks, long_tokens, medium_tokens, merge_short_piece, rank_token_offset, short_tokens,
 )
 
 
@@ -95,9 +95,9 @@ def _build(vocab, tables, matcher) -> dict | None:
 
 
 def whole_token_lookup(vocab, tables, live: dict, whole_piece_lookup: bool) -> tuple:
-    """(matcher, short_tokens, medium_tokens) for the whole-token lookup of the fused loop: the
-    tokens a piece is emitted as (``produced``, or every ``usable`` one under whole-piece
-    lookup) in the short and medium tables and in the forward trie of ``live["matcher"]``
+    """(matcher, short_tokens, medium_tokens, long_tokens) for the whole-token lookup of the fused
+    loop: the tokens a piece is emitted as (``produced``, or every ``usable`` one under whole-piece
+    lookup) in the short, medium and long tables and in the forward trie of ``live["matcher"]``
     (with its two-byte start). Built on first use, kept in ``live``."""
     from .matching import _build_trie, two_byte_start
 
@@ -106,7 +106,8 @@ def whole_token_lookup(vocab, tables, live: dict, whole_piece_lookup: bool) -> t
         mask = live[key].astype(bool)
         forward, _ = _build_trie(vocab.tokens, np.flatnonzero(mask), tables, reverse=False)
         matcher = live["matcher"]._replace(forward=forward, two_byte_start=two_byte_start(forward))
-        live[f"lookup_{key}"] = matcher, short_tokens(tables, mask), medium_tokens(tables, mask)
+        live[f"lookup_{key}"] = (matcher, short_tokens(tables, mask), medium_tokens(tables, mask),
+                                 long_tokens(tables, mask))
     return live[f"lookup_{key}"]
 
 

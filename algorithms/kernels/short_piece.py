@@ -23,8 +23,10 @@ pipeline sends longer pieces to backtracking).
 
 Also here: one-probe hash tables of the tokens BPE produces, for the whole-piece
 lookup of short pieces: ``short_tokens`` / ``short_token`` (at most 8 bytes, key one
-uint64) and ``medium_tokens`` / ``medium_token`` (9 to 16 bytes, key two uint64).
-A probe reads one row; a trie walk over the piece reads one row per byte.
+uint64), ``medium_tokens`` / ``medium_token`` (9 to 16 bytes, key two uint64) and
+``long_tokens`` / ``long_token`` (17 to 32 bytes, key four uint64). A probe reads one row;
+a trie walk over the piece reads one row per byte, each waiting for the one before (a
+20-byte word of Cyrillic or Greek that is not a token walks 10-16 rows before it fails).
 
 numba API::
 
@@ -32,6 +34,7 @@ numba API::
                       data, start, end, parts, ranks, out, n_out) -> new n_out
     short_token(short_tokens, data, start, end) -> token | -1      (end - start <= 8)
     medium_token(medium_tokens, data, start, end) -> token | -1    (8 < end - start <= 16)
+    long_token(long_tokens, data, start, end) -> token | -1        (16 < end - start <= 32)
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 from .jit import njit
 
+from .bits import load_u64
 from .matching import merge_rank
 
 #: rank of a pair that never merges (above every real rank, so the minimum scan needs no test)
@@ -46,14 +50,14 @@ NO_MERGE = np.int64(1) << 62
 #: ``token_offset`` when merged tokens are not their rank plus a constant: read ``token_of_rank``
 TABLE_TOKENS = np.iinfo(np.int64).min
 #: the arrays ``short_piece_tables`` returns
-TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "byte_pair_ranks", "token_of_rank", "token_offset",
+TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "long_tokens", "byte_pair_ranks", "token_of_rank", "token_offset",
                          "unreachable"})
 
 
 def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
     """The fused pipeline's short-piece arrays (:data:`TABLE_NAMES`), memoised on ``vocab`` and
     stored in the on-disk vocabulary cache, so a cached load builds none of them:
-    ``short_tokens``, ``medium_tokens``, ``byte_pair_ranks``, ``token_of_rank`` (empty when
+    ``short_tokens``, ``medium_tokens``, ``long_tokens``, ``byte_pair_ranks``, ``token_of_rank`` (empty when
     ranks tie), ``token_offset`` (``rank_token_offset``, one int64: 2-3 ms to compute for
     o200k, a third of what a fused pipeline's set-up costs with the cache) and
     ``unreachable`` (``has_unreachable`` as one int64: about 1 ms of page faults on the
@@ -64,6 +68,7 @@ def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
         found = vocab.__dict__["_short_piece_tables"] = {
             "short_tokens": short_tokens(tables),
             "medium_tokens": medium_tokens(tables),
+            "long_tokens": long_tokens(tables),
             "byte_pair_ranks": byte_pair_ranks(matcher, tables.byte_token),
             "token_of_rank": np.empty(0, dtype=np.int32) if by_rank is None else by_rank,
             "token_offset": np.array([TABLE_TOKENS if by_rank is None else rank_token_offset(by_rank)],
@@ -176,8 +181,12 @@ def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_r
 SHORT_TOKEN_BYTES = 8
 #: longer pieces up to this many bytes are looked up whole in ``medium_tokens`` (key: two uint64)
 MEDIUM_TOKEN_BYTES = 16
+#: longer pieces up to this many bytes are looked up whole in ``long_tokens`` (key: four uint64)
+LONG_TOKEN_BYTES = 32
+_ALL_BITS = ~np.uint64(0)
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _SECOND_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
+_THIRD_MULTIPLIER = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
 @njit(cache=True, inline="always")
@@ -246,6 +255,86 @@ def medium_token_at(medium_tokens, low, high, length, slot):
 
 
 @njit(cache=True, inline="always")
+def _low_bytes(word, count):
+    """The first ``count`` bytes of a packed word (0 for ``count <= 0``, all of it from 8)."""
+    if count <= 0:
+        return np.uint64(0)
+    if count >= 8:
+        return word
+    return word & (_ALL_BITS >> np.uint64(64 - 8 * count))
+
+
+@njit(cache=True, inline="always")
+def long_words(data, start, end):
+    """The 17 to 32 bytes ``data[start:end]`` as four little-endian words, zero past the end: four
+    unaligned loads when 32 bytes can be read from ``start``, else byte by byte."""
+    if start + 32 <= data.shape[0]:
+        w0 = load_u64(data, start)
+        w1 = load_u64(data, start + 8)
+        w2 = load_u64(data, start + 16)
+        w3 = load_u64(data, start + 24)
+    else:
+        w0 = _pack(data, start, min(end, start + 8))
+        w1 = _pack(data, start + 8, min(end, start + 16))
+        w2 = _pack(data, start + 16, min(end, start + 24))
+        w3 = _pack(data, start + 24, min(end, start + 32))
+    length = end - start
+    return w0, w1, _low_bytes(w2, length - 16), _low_bytes(w3, length - 24)
+
+
+@njit(cache=True, inline="always")
+def long_slot(w0, w1, w2, w3, length, mask):
+    """Where the probe of ``long_tokens`` for a piece packed as four words starts."""
+    mixed = ((w0 * _MULTIPLIER) ^ ((w1 ^ np.uint64(length)) * _SECOND_MULTIPLIER) ^ (w2 * _THIRD_MULTIPLIER)
+             ^ (w3 * _MULTIPLIER))
+    return np.int64(mixed >> np.uint64(32)) & mask
+
+
+@njit(cache=True, inline="always")
+def long_token_at(long_tokens, data, start, end, slot):
+    """The token whose bytes are ``data[start:end]`` (17 to ``LONG_TOKEN_BYTES``), or -1, probing
+    ``long_tokens`` from ``slot`` (``long_slot`` of the piece's words, computed ahead)."""
+    length = end - start
+    w0, w1, w2, w3 = long_words(data, start, end)
+    mask = long_tokens.shape[0] - 1
+    while True:
+        value = long_tokens[slot, 4]
+        if value < 0:
+            return np.int64(-1)
+        if ((value >> 32) == length and np.uint64(long_tokens[slot, 0]) == w0
+                and np.uint64(long_tokens[slot, 1]) == w1 and np.uint64(long_tokens[slot, 2]) == w2
+                and np.uint64(long_tokens[slot, 3]) == w3):
+            return value & 0xFFFFFFFF
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def long_token(long_tokens, data, start, end):
+    """The token whose bytes are ``data[start:end]`` (17 to ``LONG_TOKEN_BYTES`` bytes), or -1."""
+    w0, w1, w2, w3 = long_words(data, start, end)
+    return long_token_at(long_tokens, data, start, end,
+                         long_slot(w0, w1, w2, w3, end - start, long_tokens.shape[0] - 1))
+
+
+@njit(cache=True)
+def _fill_long_table(token_bytes, token_start, produced, table):
+    mask = table.shape[0] - 1
+    for t in range(len(token_start) - 1):
+        s, e = token_start[t], token_start[t + 1]
+        if not produced[t] or e - s <= MEDIUM_TOKEN_BYTES or e - s > LONG_TOKEN_BYTES:
+            continue
+        w0, w1, w2, w3 = long_words(token_bytes, s, e)
+        slot = long_slot(w0, w1, w2, w3, e - s, mask)
+        while table[slot, 4] >= 0:
+            slot = (slot + 1) & mask
+        table[slot, 0] = np.int64(w0)
+        table[slot, 1] = np.int64(w1)
+        table[slot, 2] = np.int64(w2)
+        table[slot, 3] = np.int64(w3)
+        table[slot, 4] = (np.int64(e - s) << 32) | t
+
+
+@njit(cache=True, inline="always")
 def token_slot(low, high, length, mask):
     """Where the probe of the short (``high`` = 0) or medium table for a packed piece starts."""
     return _slot(low, high, length, mask)
@@ -298,3 +387,20 @@ def medium_tokens(tables, produced: np.ndarray | None = None) -> np.ndarray:
     """int64[slots, 3]: the tokens of ``SHORT_TOKEN_BYTES + 1`` to ``MEDIUM_TOKEN_BYTES``
     bytes BPE produces; row = (first 8 bytes, the rest, length << 32 | token)."""
     return _token_table(tables, SHORT_TOKEN_BYTES + 1, MEDIUM_TOKEN_BYTES, produced)
+
+
+def long_tokens(tables, produced: np.ndarray | None = None) -> np.ndarray:
+    """int64[slots, 5]: the tokens of ``MEDIUM_TOKEN_BYTES + 1`` to ``LONG_TOKEN_BYTES`` bytes BPE
+    produces; row = (the four words of ``long_words``, length << 32 | token), -1 = empty."""
+    from .compiled import NEVER
+
+    if produced is None:
+        produced = tables.priority < NEVER
+    lengths = tables.token_len
+    count = int((produced & (lengths > MEDIUM_TOKEN_BYTES) & (lengths <= LONG_TOKEN_BYTES)).sum())
+    capacity = 256
+    while capacity < 2 * count:
+        capacity *= 2
+    table = np.full((capacity, 5), -1, dtype=np.int64)
+    _fill_long_table(tables.token_bytes, tables.token_start, produced, table)
+    return table
