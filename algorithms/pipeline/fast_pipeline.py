@@ -332,15 +332,15 @@ def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of
 
 @njit(cache=True, inline="always")
 def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
-                    data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache):
+                    data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache, w0, w1, w2):
     """Append the ids of a piece that is not one token; returns (new n_out, 1 if the piece cache was
-    looked up, 1 if it held the piece)."""
+    looked up, 1 if it held the piece). ``w0``, ``w1``, ``w2``: the piece as ``_cache_key`` packs it
+    when it has at most ``CACHE_MAX_BYTES`` bytes (the chunk's phase one packed them already)."""
     length = piece_end - piece_start
     cache_slots = cache.shape[0] - 1
     if cache_slots > 0 and length <= CACHE_MAX_BYTES:
         # natural text repeats such pieces across documents as well as within one, and a repeat
         # costs one probe and a copy instead of BPE
-        w0, w1, w2 = _cache_key(data, piece_start, piece_end)
         cache_slot = _cache_slot(w0, w1, w2, length, cache_slots - 1)
         count = _cache_get(cache, cache_slot, w0, w1, w2, length, out, n_out)
         if count >= 0:
@@ -409,8 +409,9 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     compiled pre-tokenizer); else they come from the general pre-tokenizer over ``cls`` (the
     class words of the text's characters). ``parts`` and ``ranks`` are the merge loop's scratch
     (``short_limit`` slots), ``heap`` the long pieces' when merges run out of priority order
-    (:class:`HeapScratch`); ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 2])
-    the chunk's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of several
+    (:class:`HeapScratch`); ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 3]: a
+    piece of at most 24 bytes packed in three words, the whole-token tables' key and the piece
+    cache's) the chunk's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of several
     tokens.
 
     Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
@@ -484,12 +485,22 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     prefetch(medium_tokens, slot * 3)
                 chunk_keys[m, 0] = low
                 chunk_keys[m, 1] = high
+                chunk_keys[m, 2] = 0
                 chunk_ints[m, 1] = slot
             elif length <= LONG_TOKEN_BYTES and not whole_piece:
                 w0, w1, w2, w3 = long_words(data, s, e)
                 slot = long_slot(w0, w1, w2, w3, length, long_mask)
                 prefetch(long_tokens, slot * 5)
                 chunk_ints[m, 1] = slot
+                # the piece cache's key (pieces of up to CACHE_MAX_BYTES = 24 bytes: w3 is 0)
+                chunk_keys[m, 0] = w0
+                chunk_keys[m, 1] = w1
+                chunk_keys[m, 2] = w2
+            elif length <= CACHE_MAX_BYTES:  # whole-piece lookup: the cache's key all the same
+                w0, w1, w2 = _cache_key(data, s, e)
+                chunk_keys[m, 0] = w0
+                chunk_keys[m, 1] = w1
+                chunk_keys[m, 2] = w2
             s = e
             m += 1
         # the whole-token probes; a piece of several tokens has its piece-cache row fetched meanwhile
@@ -509,8 +520,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 token = spelled_token(forward, two_byte_start, data, s, e)
             chunk_ints[i, 1] = token
             if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
-                w0, w1, w2 = _cache_key(data, s, e)
-                prefetch(cache, _cache_slot(w0, w1, w2, length, cache_slots - 1) * CACHE_ROW)
+                prefetch(cache, _cache_slot(chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], length,
+                                            cache_slots - 1) * CACHE_ROW)
             s = e
         for i in range(m):
             piece_end = chunk_ints[i, 0]
@@ -521,7 +532,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
             elif not lookup_only:
                 n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
                                                         token_of_rank, token_offset, short_limit, data, piece_start,
-                                                        piece_end, dead, memo, parts, ranks, heap, out, n_out, cache)
+                                                        piece_end, dead, memo, parts, ranks, heap, out, n_out, cache,
+                                                        chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2])
                 lookups += looked_up
                 hits += hit
             piece_start = piece_end
@@ -593,7 +605,7 @@ def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out
 
 @njit(cache=True)
 def _chunk_scratch():
-    return np.empty((CHUNK, 2), dtype=np.int64), np.empty((CHUNK, 2), dtype=np.uint64)
+    return np.empty((CHUNK, 2), dtype=np.int64), np.empty((CHUNK, 3), dtype=np.uint64)
 
 
 @njit(cache=True)
