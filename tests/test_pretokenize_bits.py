@@ -22,7 +22,7 @@ from bpebench.algorithms.kernels.jit import njit
 from bpebench.algorithms.pipeline import unicode_table as ut
 from bpebench.algorithms.pipeline.pretokenize_bits import (B_APOS, B_BLANK, B_CRLF, B_DIGIT, B_LOWER, B_SLASH,
                                                            B_SPACE, B_UPPER, ascii_bitmaps, class_bitmaps,
-                                                           piece_ends_ascii, piece_ends_chars)
+                                                           piece_ends_ascii, piece_ends_chars, piece_ends_letters)
 from bpebench.algorithms.pipeline.pretokenize_compiled import PATTERN_IDS, get_tables, piece_ends_utf8, stdlib_source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,6 +140,61 @@ def test_runs_of_characters_cross_the_words_of_the_bitmaps(parts):
                                            "caf\u00e9's", "\u0663\u0663\u0663\u0663 \u2460\u2461\u2462\u2463"])
 def test_tricky_strings_over_their_characters(text):
     check_chars(text)
+
+
+_LETTER = regex.compile(r"\p{L}")
+_BOTH_CASE_LETTER = regex.compile(r"[\p{Lm}\p{Lo}]")
+
+
+def check_letters(text: str) -> None:
+    """The byte-level split of text whose non-ASCII characters are letters equals ``regex``'s, and
+    exactly the other texts are refused."""
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    stage1, stage2 = get_tables()
+    for name, pattern_id in PATTERN_IDS.items():
+        cased = name in ("o200k", "tekken")
+        refused = any(ord(c) > 127 and (not _LETTER.match(c) or c == "\u017f" or (cased and _BOTH_CASE_LETTER.match(c)))
+                      for c in text)
+        got = piece_ends_letters(data, pattern_id, stage1, stage2).tolist()
+        if refused:
+            assert got == [], (name, text)
+            continue
+        pieces = REFERENCE[name].findall(text)
+        expected = np.cumsum([len(p.encode("utf-8")) for p in pieces]).tolist()
+        assert got == expected, (name, text, pieces)
+
+
+#: letters of one case class, of several byte lengths, and no case (for the uncased patterns)
+LETTERS = list("\u00e9\u00c9\u0416\u0436\u03a3\u03c3\u0130\u01c5\u1e9e\U0001d400\U0001d41a\u4e2d\u05d0")
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(ALPHABET + LETTERS + NON_ASCII[:6]), max_size=200))
+def test_text_split_over_its_bytes_when_its_other_characters_are_letters(text):
+    check_letters(text)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.sampled_from(ALPHABET + LETTERS), st.sampled_from([1, 1, 2, 3, 21, 32, 64, 70])),
+                max_size=30))
+def test_letters_of_several_bytes_cross_the_words_of_the_bitmaps(parts):
+    check_letters("".join(char * count for char, count in parts))
+
+
+@pytest.mark.parametrize("text", TRICKY + ["caf\u00e9's l'\u00e9t\u00e9 \u00c9T\u00c9'S", "\u0416'\u0436 x'\u0436\u0436",
+                                           "\u00e9" * 63 + "'s", "a" * 62 + "\U0001d400" * 3 + "'ll",
+                                           "\u017f 'ſ", "caf\u00e9 \u2019x", "\xff".encode("latin-1").decode("latin-1")])
+def test_tricky_strings_over_their_bytes(text):
+    check_letters(text)
+
+
+def test_ill_formed_utf8_is_refused_by_the_byte_split():
+    stage1, stage2 = get_tables()
+    for raw in [b"caf\xc3", b"\xc3\x28 x", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80abc",
+                b"a\xff"]:
+        data = np.frombuffer(raw, dtype=np.uint8)
+        for pattern_id in PATTERN_IDS.values():
+            assert piece_ends_letters(data, pattern_id, stage1, stage2).tolist() == [], raw
 
 
 def test_text_that_is_not_ascii_is_refused():

@@ -31,9 +31,9 @@ from .jit import intrinsic, njit  # noqa: F401 - njit: this is a kernel module (
 
 _U64 = (1 << 64) - 1
 #: the bitmaps ``ascii_masks`` returns, in order
-MASKS = ("upper", "lower", "digit", "space", "crlf", "slash", "apostrophe", "blank", "non_ascii")
+MASKS = ("upper", "lower", "digit", "space", "crlf", "slash", "apostrophe", "blank", "non_ascii", "lead")
 (MASK_UPPER, MASK_LOWER, MASK_DIGIT, MASK_SPACE, MASK_CRLF, MASK_SLASH, MASK_APOS, MASK_BLANK,
- MASK_NON_ASCII) = range(9)
+ MASK_NON_ASCII, MASK_LEAD) = range(10)
 
 
 def _cttz_py(x):
@@ -54,7 +54,7 @@ def _load_u64_py(data, i):
 
 def _byte_classes(b):
     return (65 <= b <= 90, 97 <= b <= 122, 48 <= b <= 57, 9 <= b <= 13 or b == 32, b in (10, 13), b == 47,
-            b == 39, b == 32, b >= 128)
+            b == 39, b == 32, b >= 128, b >= 192)
 
 
 def _ascii_masks_py(data, i):
@@ -137,7 +137,7 @@ def ascii_masks(typingctx, data, i):
 
         tests = (in_range(65, 26), in_range(97, 26), in_range(48, 10),
                  builder.or_(in_range(9, 5), equal(32)), builder.or_(equal(10), equal(13)), equal(47), equal(39), equal(32),
-                 builder.icmp_signed("<", v, splat(0)))
+                 builder.icmp_signed("<", v, splat(0)), builder.icmp_unsigned(">=", v, splat(192)))
         words = [builder.bitcast(test, i64) for test in tests]
         return context.make_tuple(builder, signature.return_type, words)
 

@@ -142,7 +142,7 @@ from ..heap import heap_piece
 from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
-from .pretokenize_bits import ascii_bitmaps, class_bitmaps, piece_starts
+from .pretokenize_bits import ascii_bitmaps, class_bitmaps, letter_bitmaps, piece_starts
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
 from ..kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, long_slot,
                                    long_token_at, long_words, medium_token_at, merge_short_piece, short_token_at,
@@ -543,14 +543,17 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
 
 @njit(cache=True, inline="always")
 def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys):
-    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII, over
-    its characters if the pattern can be split that way (any text but o200k's with letters or
-    marks in both case classes), else with the general one."""
+    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII or its
+    other characters are letters of one case class (``letter_bitmaps``), over its characters if
+    the pattern can be split that way (any text but o200k's with letters or marks in both case
+    classes), else with the general one."""
     # every call below passes arrays of the same types (made here, not module constants, which numba
     # types as read-only): one compiled copy of the loop instead of one per combination
     no_starts, no_offsets, no_classes, no_ends = _empty_sources()
-    bitmaps, ascii_only = ascii_bitmaps(data, start, end)
-    if ascii_only:
+    bitmaps, over_bytes = ascii_bitmaps(data, start, end)
+    if not over_bytes:
+        bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+    if over_bytes:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
         return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
                                ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False)
@@ -670,6 +673,8 @@ def probe_stages(plan, data, stop, out):
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
     bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
+    if not ascii_only:
+        bitmaps, ascii_only = letter_bitmaps(data, 0, n, plan.stage1, plan.stage2, plan.pattern_id)
     starts, offsets, cls, no_ends = _empty_sources()
     splittable = True
     if not ascii_only:

@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.bits import (MASK_APOS, MASK_BLANK, MASK_CRLF, MASK_DIGIT, MASK_LOWER, MASK_NON_ASCII, MASK_SLASH,
-                            MASK_SPACE, MASK_UPPER, ascii_masks, bit_planes, ctlz, cttz)
+from ..kernels.bits import (MASK_APOS, MASK_BLANK, MASK_CRLF, MASK_DIGIT, MASK_LEAD, MASK_LOWER, MASK_NON_ASCII,
+                            MASK_SLASH, MASK_SPACE, MASK_UPPER, ascii_masks, bit_planes, ctlz, cttz)
 from ..kernels.jit import njit
 from .pretokenize_compiled import CL100K, GPT2, O200K, QWEN2, TEKKEN, _contraction_tail
 from .pretokenize_compiled import utf8_classes as _utf8_classes
@@ -117,6 +117,128 @@ def ascii_bitmaps(data, start, end):
         elif b == 39:
             bitmaps[k, B_APOS] |= bit
     return bitmaps, non_ascii == 0
+
+
+@njit(cache=True)
+def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
+    r"""The bitmaps of :func:`ascii_bitmaps` over the *bytes* of ``data[start:end]`` when every
+    non-ASCII character in it is a letter the pattern sees in one case class only (for o200k and
+    Tekken: not ``\p{Lm}``, ``\p{Lo}`` or ``\p{M}``; for the others any letter), and none is the
+    long s (``(?i:'s)`` folds it): each byte of such a letter carries the letter's bit. Else
+    (``False``) the caller splits over characters.
+
+    Why bytes may stand for characters here: a multi-byte letter is a run of letter positions
+    inside a letter run, and every rule of :func:`piece_starts` that looks at one neighbouring
+    character (the optional prefix before a word, ``' '`` before punctuation, whitespace before a
+    line feed, the apostrophe's letters) then meets an ASCII character, which is one byte. So
+    European text with a few accented letters, or Cyrillic and Greek, skips decoding every
+    character into class words and their byte offsets (``utf8_classes``). Ill-formed UTF-8 is
+    refused too (the general pre-tokenizer defines it)."""
+    n = end - start
+    bitmaps = np.zeros(((n >> 6) + 2, _ROW), dtype=np.uint64)
+    cased = pattern_id == O200K or pattern_id == TEKKEN
+    k = 0
+    i = start
+    while i < end:
+        if i + 64 <= end:
+            masks = ascii_masks(data, i)
+            # |=: the continuation bytes of a letter that began in the row before are set already
+            bitmaps[k, B_UPPER] |= masks[MASK_UPPER]
+            bitmaps[k, B_LOWER] |= masks[MASK_LOWER]
+            bitmaps[k, B_DIGIT] = masks[MASK_DIGIT]
+            bitmaps[k, B_SPACE] = masks[MASK_SPACE]
+            bitmaps[k, B_CRLF] = masks[MASK_CRLF]
+            bitmaps[k, B_SLASH] = masks[MASK_SLASH]
+            bitmaps[k, B_BLANK] = masks[MASK_BLANK]
+            bitmaps[k, B_APOS] = masks[MASK_APOS]
+            non_ascii = masks[MASK_NON_ASCII]
+            leads = masks[MASK_LEAD]
+        else:
+            non_ascii = leads = _ZERO
+            for j in range(end - i):  # the last, partial row
+                b = data[i + j]
+                bit = _ONE << np.uint64(j)
+                if b >= 128:
+                    non_ascii |= bit
+                    if b >= 192:
+                        leads |= bit
+                elif 65 <= b <= 90:
+                    bitmaps[k, B_UPPER] |= bit
+                elif 97 <= b <= 122:
+                    bitmaps[k, B_LOWER] |= bit
+                elif 48 <= b <= 57:
+                    bitmaps[k, B_DIGIT] |= bit
+                elif 9 <= b <= 13 or b == 32:
+                    bitmaps[k, B_SPACE] |= bit
+                    if b == 10 or b == 13:
+                        bitmaps[k, B_CRLF] |= bit
+                    if b == 32:
+                        bitmaps[k, B_BLANK] |= bit
+                elif b == 47:
+                    bitmaps[k, B_SLASH] |= bit
+                elif b == 39:
+                    bitmaps[k, B_APOS] |= bit
+        # the letters' bits, gathered in registers and written once per row (a read-modify-write of
+        # the row per letter waited on the one before)
+        upper_here = upper_next = lower_here = lower_next = _ZERO
+        while leads != 0:  # the characters that start in this row (their bytes may run into the next)
+            j = cttz(leads)
+            leads &= leads - _ONE
+            p = i + j
+            b0 = np.int64(data[p])
+            if 0xC2 <= b0 <= 0xDF:
+                length = 2
+                low, high = 0x80, 0xBF
+                cp = b0 & 0x1F
+            elif 0xE0 <= b0 <= 0xEF:
+                length = 3
+                low = 0xA0 if b0 == 0xE0 else 0x80
+                high = 0x9F if b0 == 0xED else 0xBF
+                cp = b0 & 0x0F
+            elif 0xF0 <= b0 <= 0xF4:
+                length = 4
+                low = 0x90 if b0 == 0xF0 else 0x80
+                high = 0x8F if b0 == 0xF4 else 0xBF
+                cp = b0 & 0x07
+            else:
+                return bitmaps, False
+            if p + length > end:
+                return bitmaps, False
+            b1 = np.int64(data[p + 1])
+            if b1 < low or b1 > high:
+                return bitmaps, False
+            cp = (cp << 6) | (b1 & 0x3F)
+            for q in range(p + 2, p + length):
+                b = np.int64(data[q])
+                if (b & 0xC0) != 0x80:
+                    return bitmaps, False
+                cp = (cp << 6) | (b & 0x3F)
+            c = np.int64(stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)])
+            if (c & F_L) == 0 or cp == 0x17F:
+                return bitmaps, False
+            up = (c & F_UP) != 0
+            if cased and up and (c & F_LO) != 0:
+                return bitmaps, False
+            span = (_ONE << np.uint64(length)) - _ONE
+            here = span << np.uint64(j)
+            after = (span >> np.uint64(64 - j)) if j + length > 64 else _ZERO
+            if cased and up:
+                upper_here |= here
+                upper_next |= after
+            else:
+                lower_here |= here
+                lower_next |= after
+        bitmaps[k, B_UPPER] |= upper_here
+        bitmaps[k, B_LOWER] |= lower_here
+        bitmaps[k + 1, B_UPPER] |= upper_next
+        bitmaps[k + 1, B_LOWER] |= lower_next
+        # every byte of the row above 127 now belongs to a letter (a continuation byte with no lead
+        # before it is ill-formed)
+        if (non_ascii & ~(bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER])) != 0:
+            return bitmaps, False
+        i += 64
+        k += 1
+    return bitmaps, True
 
 
 @njit(cache=True)
@@ -456,3 +578,14 @@ def piece_ends_chars(data, pattern_id, stage1, stage2):
     if not easy:
         return np.zeros(0, dtype=np.int64)
     return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, cls), n, offsets)
+
+
+@njit(cache=True)
+def piece_ends_letters(data, pattern_id, stage1, stage2):
+    """All piece ends (byte offsets) of the UTF-8 text ``data`` split over its bytes with
+    ``letter_bitmaps``, or an empty array when that refuses the text."""
+    n = data.shape[0]
+    bitmaps, easy = letter_bitmaps(data, 0, n, stage1, stage2, pattern_id)
+    if not easy:
+        return np.zeros(0, dtype=np.int64)
+    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES), n, _NO_OFFSETS)
