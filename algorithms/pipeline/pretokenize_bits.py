@@ -39,12 +39,17 @@ in ``X``:
 
 gpt2 (`` ?\\p{L}++| ?\\p{N}++| ?P++|\\s++$|\\s+(?!\\S)|\\s``) has a space as its only prefix and no
 ``[\\r\\n]`` rules. Exact: the same pieces as ``regex.findall`` with the six patterns on ASCII text
-(hypothesis, every ASCII character, and the benchmark corpora); non-ASCII text goes to the
-general pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe.
+(hypothesis, every ASCII character, and the benchmark corpora). Text whose non-ASCII characters
+are all letters of one case class is split over its bytes the same way (:func:`letter_bitmaps`:
+each byte of such a letter carries the letter's bit); other text over its characters
+(:func:`class_bitmaps`), or, for o200k with letters or marks in both case classes, by the general
+pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe and per non-ASCII
+character.
 
 numba API::
 
     ascii_bitmaps(data, start, end) -> (bitmaps uint64[(end - start) // 64 + 2, 8], all ASCII?)
+    letter_bitmaps(data, start, end, stage1, stage2, pattern_id) -> (the same over bytes, accepted?)
     piece_starts(data, start, n, bitmaps, pattern_id) -> uint64[(n + 63) // 64 + 1] start bitmap
 """
 
