@@ -83,28 +83,45 @@ def ascii_bitmaps(data, start, end):
     ASCII (if not, the bitmaps are not complete: use the general pre-tokenizer)."""
     n = end - start
     bitmaps = np.zeros(((n >> 6) + 2, _ROW), dtype=np.uint64)
-    non_ascii = _ZERO
     k = 0
     i = start
     while i + 64 <= end:
         masks = ascii_masks(data, i)
         if masks[MASK_NON_ASCII] != 0:
             return bitmaps, False
-        bitmaps[k, B_UPPER] = masks[MASK_UPPER]
-        bitmaps[k, B_LOWER] = masks[MASK_LOWER]
-        bitmaps[k, B_DIGIT] = masks[MASK_DIGIT]
-        bitmaps[k, B_SPACE] = masks[MASK_SPACE]
-        bitmaps[k, B_CRLF] = masks[MASK_CRLF]
-        bitmaps[k, B_SLASH] = masks[MASK_SLASH]
-        bitmaps[k, B_BLANK] = masks[MASK_BLANK]
-        bitmaps[k, B_APOS] = masks[MASK_APOS]
+        _full_row(masks, bitmaps, k)
         i += 64
         k += 1
-    for j in range(end - i):  # the last, partial row
+    non_ascii, _ = _partial_row(data, i, end, bitmaps, k)
+    return bitmaps, non_ascii == 0
+
+
+@njit(cache=True, inline="always")
+def _full_row(masks, bitmaps, k):
+    """Row ``k`` of the bitmaps from the ``ascii_masks`` of its 64 bytes. ORed in: ``letter_bitmaps``
+    has set the continuation bytes of a letter that began in the row before."""
+    bitmaps[k, B_UPPER] |= masks[MASK_UPPER]
+    bitmaps[k, B_LOWER] |= masks[MASK_LOWER]
+    bitmaps[k, B_DIGIT] |= masks[MASK_DIGIT]
+    bitmaps[k, B_SPACE] |= masks[MASK_SPACE]
+    bitmaps[k, B_CRLF] |= masks[MASK_CRLF]
+    bitmaps[k, B_SLASH] |= masks[MASK_SLASH]
+    bitmaps[k, B_BLANK] |= masks[MASK_BLANK]
+    bitmaps[k, B_APOS] |= masks[MASK_APOS]
+
+
+@njit(cache=True, inline="always")
+def _partial_row(data, i, end, bitmaps, k):
+    """Row ``k`` of the bitmaps from the fewer than 64 bytes ``data[i:end]``, byte by byte; returns
+    the masks of its bytes above 127 and of its lead bytes (``>= 0xC0``)."""
+    non_ascii = leads = _ZERO
+    for j in range(end - i):
         b = data[i + j]
         bit = _ONE << np.uint64(j)
         if b >= 128:
             non_ascii |= bit
+            if b >= 192:
+                leads |= bit
         elif 65 <= b <= 90:
             bitmaps[k, B_UPPER] |= bit
         elif 97 <= b <= 122:
@@ -121,7 +138,7 @@ def ascii_bitmaps(data, start, end):
             bitmaps[k, B_SLASH] |= bit
         elif b == 39:
             bitmaps[k, B_APOS] |= bit
-    return bitmaps, non_ascii == 0
+    return non_ascii, leads
 
 
 @njit(cache=True)
@@ -147,42 +164,11 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
     while i < end:
         if i + 64 <= end:
             masks = ascii_masks(data, i)
-            # |=: the continuation bytes of a letter that began in the row before are set already
-            bitmaps[k, B_UPPER] |= masks[MASK_UPPER]
-            bitmaps[k, B_LOWER] |= masks[MASK_LOWER]
-            bitmaps[k, B_DIGIT] = masks[MASK_DIGIT]
-            bitmaps[k, B_SPACE] = masks[MASK_SPACE]
-            bitmaps[k, B_CRLF] = masks[MASK_CRLF]
-            bitmaps[k, B_SLASH] = masks[MASK_SLASH]
-            bitmaps[k, B_BLANK] = masks[MASK_BLANK]
-            bitmaps[k, B_APOS] = masks[MASK_APOS]
+            _full_row(masks, bitmaps, k)
             non_ascii = masks[MASK_NON_ASCII]
             leads = masks[MASK_LEAD]
         else:
-            non_ascii = leads = _ZERO
-            for j in range(end - i):  # the last, partial row
-                b = data[i + j]
-                bit = _ONE << np.uint64(j)
-                if b >= 128:
-                    non_ascii |= bit
-                    if b >= 192:
-                        leads |= bit
-                elif 65 <= b <= 90:
-                    bitmaps[k, B_UPPER] |= bit
-                elif 97 <= b <= 122:
-                    bitmaps[k, B_LOWER] |= bit
-                elif 48 <= b <= 57:
-                    bitmaps[k, B_DIGIT] |= bit
-                elif 9 <= b <= 13 or b == 32:
-                    bitmaps[k, B_SPACE] |= bit
-                    if b == 10 or b == 13:
-                        bitmaps[k, B_CRLF] |= bit
-                    if b == 32:
-                        bitmaps[k, B_BLANK] |= bit
-                elif b == 47:
-                    bitmaps[k, B_SLASH] |= bit
-                elif b == 39:
-                    bitmaps[k, B_APOS] |= bit
+            non_ascii, leads = _partial_row(data, i, end, bitmaps, k)
         # the letters' bits, gathered in registers and written once per row (a read-modify-write of
         # the row per letter waited on the one before)
         upper_here = upper_next = lower_here = lower_next = _ZERO
