@@ -50,15 +50,15 @@ NO_MERGE = np.int64(1) << 62
 #: ``token_offset`` when merged tokens are not their rank plus a constant: read ``token_of_rank``
 TABLE_TOKENS = np.iinfo(np.int64).min
 #: the arrays ``short_piece_tables`` returns
-TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "long_tokens", "byte_pair_ranks", "token_of_rank", "token_offset",
-                         "unreachable"})
+TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "long_tokens", "byte_pair_ranks", "token_of_rank",
+                         "token_offset", "unreachable"})
 
 
 def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
     """The fused pipeline's short-piece arrays (:data:`TABLE_NAMES`), memoised on ``vocab`` and
     stored in the on-disk vocabulary cache, so a cached load builds none of them:
-    ``short_tokens``, ``medium_tokens``, ``long_tokens``, ``byte_pair_ranks``, ``token_of_rank`` (empty when
-    ranks tie), ``token_offset`` (``rank_token_offset``, one int64: 2-3 ms to compute for
+    ``short_tokens``, ``medium_tokens``, ``long_tokens``, ``byte_pair_ranks``, ``token_of_rank``
+    (empty when ranks tie), ``token_offset`` (``rank_token_offset``, one int64: 2-3 ms to compute for
     o200k, a third of what a fused pipeline's set-up costs with the cache) and
     ``unreachable`` (``has_unreachable`` as one int64: about 1 ms of page faults on the
     mapped arrays otherwise)."""
@@ -255,12 +255,8 @@ def medium_token_at(medium_tokens, low, high, length, slot):
 
 
 @njit(cache=True, inline="always")
-def _low_bytes(word, count):
-    """The first ``count`` bytes of a packed word (0 for ``count <= 0``, all of it from 8)."""
-    if count <= 0:
-        return np.uint64(0)
-    if count >= 8:
-        return word
+def low_bytes(word, count):
+    """The first ``count`` (1 to 8) bytes of a packed word."""
     return word & (_ALL_BITS >> np.uint64(64 - 8 * count))
 
 
@@ -279,7 +275,7 @@ def long_words(data, start, end):
         w2 = _pack(data, start + 16, min(end, start + 24))
         w3 = _pack(data, start + 24, min(end, start + 32))
     length = end - start
-    return w0, w1, _low_bytes(w2, length - 16), _low_bytes(w3, length - 24)
+    return w0, w1, low_bytes(w2, min(length - 16, 8)), low_bytes(w3, length - 24) if length > 24 else np.uint64(0)
 
 
 @njit(cache=True, inline="always")

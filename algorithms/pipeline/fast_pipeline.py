@@ -22,11 +22,11 @@ bytes of the text:
    tables (one probe: ``short_piece.short_token`` up to 8 bytes,
    ``short_piece.medium_token`` for 9 to 16, ``short_piece.long_token`` for 17 to 32;
    the long table made Cyrillic, Greek and Bengali text 1.07-1.13x faster than a trie
-   walk, CJK and Thai level), longer ones by walking the forward trie over the piece. On the ASCII path the pieces go 32 at a time
-   (``CHUNK``): every probe's table row is prefetched before the first is read, then the
-   piece-cache row of every piece that is not one token, so the misses of a text the CPU
-   has not seen overlap. A piece of several tokens is first looked up in the piece cache
-   (below); if it is new, pieces of at most 16 bytes (32 when merges run out of priority
+   walk, CJK and Thai level), longer ones by walking the forward trie over the piece. On
+   every path the pieces go 64 at a time (``CHUNK``): every probe's table row is prefetched
+   before the first is read, then the piece-cache row of every piece that is not one token, so
+   the misses of a text the CPU has not seen overlap. A piece of several tokens is first
+   looked up in the piece cache (below); if it is new, pieces of at most 16 bytes (32 when merges run out of priority
    order) run the O(L^2) merge loop of :mod:`bpebench.algorithms.kernels.short_piece` (the
    definition over packed merge ranks, as tiktoken does) and longer ones the backtracking
    kernel of :mod:`bpebench.algorithms.backtracking` (linear, so one long piece stays O(n));
@@ -148,8 +148,8 @@ from ..kernels.bits import cttz, load_u64, prefetch
 from .pretokenize_bits import ascii_bitmaps, class_bitmaps, letter_bitmaps, piece_starts
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
 from ..kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, long_slot,
-                                   long_token_at, long_words, medium_token_at, merge_short_piece, short_token_at,
-                                   token_slot)
+                                   long_token_at, long_words, low_bytes, medium_token_at, merge_short_piece,
+                                   short_token_at, token_slot)
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -389,13 +389,6 @@ def _count_cache_use(cache, lookups, hits):
 #: pieces of an ASCII text whose whole-token probes are computed, and their table rows
 #: prefetched, before the first of them is read
 CHUNK = 64
-_ALL_BITS = ~np.uint64(0)
-
-
-@njit(cache=True, inline="always")
-def _low_bytes(word, count):
-    """The first ``count`` (1 to 8) bytes of a packed word."""
-    return word & (_ALL_BITS >> np.uint64(64 - 8 * count))
 
 
 @njit(cache=True, _nrt=False)
@@ -414,8 +407,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     (``short_limit`` slots), ``heap`` the long pieces' when merges run out of priority order
     (:class:`HeapScratch`); ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 3]: a
     piece of at most 24 bytes packed in three words, the whole-token tables' key and the piece
-    cache's) the chunk's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of several
-    tokens.
+    cache's) the chunk's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of
+    several tokens.
 
     Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
     with it, every inlined helper and every call that takes an array paid an atomic
@@ -478,12 +471,12 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     low = _pack_word(data, s, min(e, s + 8))
                     high = _pack_word(data, s + 8, e)
                 if length <= SHORT_TOKEN_BYTES:
-                    low = _low_bytes(low, length)
+                    low = low_bytes(low, length)
                     high = np.uint64(0)
                     slot = token_slot(low, high, length, short_mask)
                     prefetch(short_tokens, slot * 2)
                 else:
-                    high = _low_bytes(high, length - 8)
+                    high = low_bytes(high, length - 8)
                     slot = token_slot(low, high, length, medium_mask)
                     prefetch(medium_tokens, slot * 3)
                 chunk_keys[m, 0] = low
@@ -545,17 +538,25 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
 
 
 @njit(cache=True, inline="always")
+def _byte_bitmaps(plan, data, start, end):
+    """(bitmaps over the bytes of ``data[start:end]``, whether the split may use them): ASCII text,
+    or text whose other characters are letters of one case class (``letter_bitmaps``)."""
+    bitmaps, over_bytes = ascii_bitmaps(data, start, end)
+    if not over_bytes:
+        bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+    return bitmaps, over_bytes
+
+
+@njit(cache=True, inline="always")
 def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys):
-    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII or its
-    other characters are letters of one case class (``letter_bitmaps``), over its characters if
+    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII or
+    its other characters are letters of one case class (``letter_bitmaps``), over its characters if
     the pattern can be split that way (any text but o200k's with letters or marks in both case
     classes), else with the general one."""
     # every call below passes arrays of the same types (made here, not module constants, which numba
     # types as read-only): one compiled copy of the loop instead of one per combination
     no_starts, no_offsets, no_classes, no_ends = _empty_sources()
-    bitmaps, over_bytes = ascii_bitmaps(data, start, end)
-    if not over_bytes:
-        bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+    bitmaps, over_bytes = _byte_bitmaps(plan, data, start, end)
     if over_bytes:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
         return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
@@ -675,12 +676,10 @@ def probe_stages(plan, data, stop, out):
     looks every piece up as one whole token in the chunked loop (pieces of several tokens are
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
-    bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
-    if not ascii_only:
-        bitmaps, ascii_only = letter_bitmaps(data, 0, n, plan.stage1, plan.stage2, plan.pattern_id)
+    bitmaps, over_bytes = _byte_bitmaps(plan, data, 0, n)
     starts, offsets, cls, no_ends = _empty_sources()
     splittable = True
-    if not ascii_only:
+    if not over_bytes:
         cls, offsets = utf8_classes(data, plan.stage1, plan.stage2)
         bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if stop == 0:
