@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from bpebench.algorithms.kernels.compiled import compile_vocabulary, is_compatible
 from bpebench.errors import BpebenchError
 from bpebench.algorithms.formats import load_vocabulary
-from bpebench.algorithms.kernels.matching import (build_matcher, longest_match_from_start, pair_compatible, prefix_matches,
+from bpebench.algorithms.kernels.matching import (build_matcher, compatible_after, longest_match_from_start, pair_compatible, prefix_matches,
                                  spelled_token)
 from bpebench.algorithms.kernels.reference import bpe_reference
 from bpebench.algorithms.core.registry import default_encoder_name, get_encoder_class, make_encoder
@@ -315,3 +315,36 @@ def test_packed_compatibility_equals_compiled(vocab_name):
     pairs += [(int(tables.split_left[t]), int(tables.split_right[t])) for t in ids[-500:] if tables.split_left[t] >= 0]
     for a, b in pairs:
         assert bool(pair_compatible(m.rows, m.pairs, m.pair_filter, m.pair_floor, a, b)) == is_compatible(tables, a, b), (a, b)
+
+
+@pytest.mark.parametrize("vocab_name", ["o200k_base", "cl100k_base"])
+def test_compatibility_after_a_longest_match_equals_compiled(vocab_name):
+    """``compatible_after`` skips the steps whose left side is ``a`` itself when ``a`` is the longest
+    token at the start of ``a b``: same answer as the compiled walk on every such pair tried, the
+    pairs of backtracking's own output on CJK, Thai and Cyrillic text, and random pairs."""
+    vocab = load_vocabulary(vocab_name)
+    tables = compile_vocabulary(vocab)
+    m = build_matcher(vocab)
+    text = ("東京都の天気は晴れ、明日は雨が降るでしょう。中华人民共和国成立于一九四九年十月一日。"
+            "ภาษาไทยเป็นภาษาที่มีวรรณยุกต์ Москва является столицей Российской Федерации").encode()
+    data = np.frombuffer(text, dtype=np.uint8)
+    rng = random.Random(11)
+    ids = np.flatnonzero(tables.priority < 2**62)
+    pairs = [(int(rng.choice(ids)), int(rng.choice(ids))) for _ in range(4000)]
+    for start in range(0, len(text) - 1):  # the longest token at each position, then each token after it
+        a = int(longest_match_from_start(m.forward, m.two_byte_start, data, start, len(text)))
+        after = start + len(vocab.tokens[a])
+        for end in range(after + 1, min(after + 12, len(text)) + 1):
+            b = vocab.token_id(text[after:end])
+            if b is not None:
+                pairs.append((a, b))
+    checked = incompatible = 0
+    for a, b in pairs:
+        joined = np.frombuffer(vocab.tokens[a] + vocab.tokens[b], dtype=np.uint8)
+        if longest_match_from_start(m.forward, m.two_byte_start, joined, 0, len(joined)) != a:
+            continue
+        expected = is_compatible(tables, a, b)
+        assert bool(compatible_after(m.rows, m.pairs, m.pair_filter, m.pair_floor, a, b, a)) == expected, (a, b)
+        checked += 1
+        incompatible += not expected
+    assert checked > 1000 and incompatible > 10, (checked, incompatible)
