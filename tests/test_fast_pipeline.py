@@ -82,6 +82,32 @@ def test_natural_text_equals_the_naive_reference(language):
     assert fused("o200k_base").encode_ordinary(text) == reference("o200k_base").encode_ordinary(text)
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_every_script_glued_to_capitals_marks_and_digits_equals_tiktoken(name):
+    """Faker paragraphs of every benchmark locale, and the same with ASCII capitals, a combining
+    mark, digits and contractions glued to their words, end to end against tiktoken: o200k's
+    letters of both case classes (CJK, Hebrew, Thai, Arabic) split over bytes or characters as
+    lower-case letters except right before a capital. (A wrong split there rarely changes ids, no
+    token spans such a boundary: ``test_pretokenize_bits`` checks the split itself against regex.)"""
+    import random
+
+    from faker import Faker
+
+    from bpebench.corpora.documents import FAKER_LOCALES
+
+    encoder, peer = fused(name), tiktoken_peer(name)
+    rng = random.Random(5)
+    for i, locale in enumerate(FAKER_LOCALES):
+        faker = Faker(locale)
+        faker.seed_instance(40 + i)
+        for _ in range(4):
+            text = faker.paragraph(nb_sentences=6)
+            glued = "".join(word + rng.choice([" ", "A", "Ab", "", "'S ", "\u0301", "1", "\u00c9"])
+                            for word in text.split(" "))
+            for sample in (text, glued):
+                assert encoder.encode_ordinary(sample) == peer.encode_ordinary(sample), (locale, sample[:60])
+
+
 # ============================================================================= generated text
 @pytest.mark.parametrize("name", TIKTOKEN_VOCABULARIES)
 @settings(deadline=None)

@@ -9,8 +9,8 @@ bytes of the text:
 1. split it into pieces identical to ``regex.findall`` with the vocabulary's pattern. An
    ASCII text (most prose and code) takes the bit-parallel pre-tokenizer of
    :mod:`bpebench.algorithms.pipeline.pretokenize_bits` (class bitmaps 64 bytes at a time,
-   every piece start as word algebra), and so does text whose other characters are letters of
-   one case class (European, Cyrillic, Greek: ``letter_bitmaps`` marks each byte of such a
+   every piece start as word algebra), and so does text whose other characters are letters
+   (European, Cyrillic, Greek, CJK, Hebrew, Thai: ``letter_bitmaps`` marks each byte of such a
    letter; the kernel on French faker text 1.4x faster than over characters); any other text
    is decoded into class words (``utf8_class_words``), split over its characters when the
    pattern allows, else by the general one of
@@ -540,7 +540,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
 @njit(cache=True, inline="always")
 def _byte_bitmaps(plan, data, start, end):
     """(bitmaps over the bytes of ``data[start:end]``, whether the split may use them): ASCII text,
-    or text whose other characters are letters of one case class (``letter_bitmaps``)."""
+    or text whose other characters are letters (``letter_bitmaps``)."""
     bitmaps, over_bytes = ascii_bitmaps(data, start, end)
     if not over_bytes:
         bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
@@ -550,9 +550,9 @@ def _byte_bitmaps(plan, data, start, end):
 @njit(cache=True, inline="always")
 def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys):
     """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII or
-    its other characters are letters of one case class (``letter_bitmaps``), over its characters if
-    the pattern can be split that way (any text but o200k's with letters or marks in both case
-    classes), else with the general one."""
+    its other characters are letters (``letter_bitmaps``), over its characters if the pattern can
+    be split that way (any text but o200k's with a letter of both case classes right before an
+    upper-case one, ``class_bitmaps``), else with the general one."""
     # every call below passes arrays of the same types (made here, not module constants, which numba
     # types as read-only): one compiled copy of the loop instead of one per combination
     no_starts, no_offsets, no_classes, no_ends = _empty_sources()

@@ -40,9 +40,10 @@ in ``X``:
 gpt2 (`` ?\\p{L}++| ?\\p{N}++| ?P++|\\s++$|\\s+(?!\\S)|\\s``) has a space as its only prefix and no
 ``[\\r\\n]`` rules. Exact: the same pieces as ``regex.findall`` with the six patterns on ASCII text
 (hypothesis, every ASCII character, and the benchmark corpora). Text whose non-ASCII characters
-are all letters of one case class is split over its bytes the same way (:func:`letter_bitmaps`:
-each byte of such a letter carries the letter's bit); other text over its characters
-(:func:`class_bitmaps`), or, for o200k with letters or marks in both case classes, by the general
+are all letters (or marks after letters) is split over its bytes the same way
+(:func:`letter_bitmaps`: each byte of such a letter carries the letter's case bit); other text over
+its characters (:func:`class_bitmaps`). o200k's and Tekken's letters in both case classes split as
+lower-case ones except right before an upper-case letter, where such a text goes to the general
 pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe and per non-ASCII
 character.
 
@@ -141,13 +142,23 @@ def _partial_row(data, i, end, bitmaps, k):
     return non_ascii, leads
 
 
+@njit(cache=True, inline="always")
+def _is_ascii_letter(b):
+    return 97 <= (np.int64(b) | 32) <= 122
+
+
 @njit(cache=True)
 def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
     r"""The bitmaps of :func:`ascii_bitmaps` over the *bytes* of ``data[start:end]`` when every
-    non-ASCII character in it is a letter the pattern sees in one case class only (for o200k and
-    Tekken: not ``\p{Lm}``, ``\p{Lo}`` or ``\p{M}``; for the others any letter), and none is the
-    long s (``(?i:'s)`` folds it): each byte of such a letter carries the letter's bit. Else
-    (``False``) the caller splits over characters.
+    non-ASCII character in it is a letter, or for o200k and Tekken a mark that continues a letter
+    run, and none is the long s (``(?i:'s)`` folds it): each byte of such a character carries its
+    case bit. Else (``False``) the caller splits over characters.
+
+    For o200k and Tekken, ``\p{Lm}``, ``\p{Lo}`` and ``\p{M}`` are in both case classes of
+    ``[UP]*[LO]+``; they split as lower-case letters do except where one of them comes right before
+    an upper-case letter (there the regex backs off into the run: ``ーAー`` is ``ーAー``, not ``ー`` +
+    ``Aー``), so such a text is refused. Japanese, Chinese, Hebrew, Thai
+    and Arabic words are therefore split over their bytes too.
 
     Why bytes may stand for characters here: a multi-byte letter is a run of letter positions
     inside a letter run, and every rule of :func:`piece_starts` that looks at one neighbouring
@@ -159,6 +170,7 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
     n = end - start
     bitmaps = np.zeros(((n >> 6) + 2, _ROW), dtype=np.uint64)
     cased = pattern_id == O200K or pattern_id == TEKKEN
+    letter_end = both_end = np.int64(-1)  # where the last non-ASCII letter (and the last in both classes) ends
     k = 0
     i = start
     while i < end:
@@ -207,15 +219,27 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
                     return bitmaps, False
                 cp = (cp << 6) | (b & 0x3F)
             c = np.int64(stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)])
-            if (c & F_L) == 0 or cp == 0x17F:
+            # Lm, Lo and marks are in both of o200k's case classes: they split like lower-case letters
+            # unless one comes right before an upper-case letter (``[UP]*[LO]+`` backs off there); a
+            # mark is no letter, so it must continue a letter run (else it is punctuation)
+            upper = cased and (c & F_UP) != 0
+            if upper and (c & F_LO) != 0:
+                # a mark right after a non-ASCII letter passes without a branch on "is it a mark" (Thai
+                # and Bengali alternate letters and marks unpredictably)
+                if np.int64((c & F_L) == 0) & np.int64(p != letter_end):
+                    if not (p > start and _is_ascii_letter(data[p - 1])):
+                        return bitmaps, False
+                if p + length < end and 65 <= data[p + length] <= 90:
+                    return bitmaps, False
+                upper = False
+                both_end = p + length
+            elif (c & F_L) == 0 or cp == 0x17F or (upper and p == both_end):
                 return bitmaps, False
-            up = (c & F_UP) != 0
-            if cased and up and (c & F_LO) != 0:
-                return bitmaps, False
+            letter_end = p + length
             span = (_ONE << np.uint64(length)) - _ONE
             here = span << np.uint64(j)
             after = (span >> np.uint64(64 - j)) if j + length > 64 else _ZERO
-            if cased and up:
+            if upper:
                 upper_here |= here
                 upper_next |= after
             else:
@@ -237,27 +261,35 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
 @njit(cache=True)
 def class_bitmaps(cls, pattern_id):
     r"""The same bitmaps over the characters of a text given by their class words (``utf8_class_words``),
-    and whether the bit-parallel pre-tokenizer can split it: for o200k, no character may be in both
-    case classes (``\p{Lm}``, ``\p{Lo}``, ``\p{M}``), where ``[UP]*[LO]+`` can back off into a letter
-    run; the other patterns split every text. A character's byte code (one bit per column) is
-    computed without a branch, and each row's 64 codes are transposed into its bitmaps at once."""
+    and whether the bit-parallel pre-tokenizer can split it. For o200k and Tekken the characters in
+    both case classes (``\p{Lm}``, ``\p{Lo}``, ``\p{M}``) count as lower-case letters, which is exact
+    unless one of them comes right before an upper-case letter (``[UP]*[LO]+`` backs off into the run
+    there) or a mark does not continue a letter run (it is punctuation then): such a text is refused
+    (see ``letter_bitmaps``); the other patterns split every text. A character's byte code (one bit
+    per column) is computed without a branch, and each row's 64 codes are transposed into its
+    bitmaps at once."""
     n = cls.shape[0]
     rows = (n >> 6) + 2
     bitmaps = np.zeros((rows, _ROW), dtype=np.uint64)
     codes = np.zeros(64, dtype=np.uint8)
     cased = np.int64(pattern_id == O200K or pattern_id == TEKKEN)
-    both = np.int64(0)
+    refused = _ZERO
+    before_both = before_letter = _ZERO
     for k in range((n + 63) >> 6):
         base = k << 6
         count = min(64, n - base)
+        both_word = mark_word = _ZERO
         for j in range(count):
             c = np.int64(cls[base + j])
             letter = np.int64((c & F_L) != 0)
             up = np.int64((c & F_UP) != 0)
             lo = np.int64((c & F_LO) != 0)
-            both |= up & lo
-            upper = letter & cased & up
-            lower = letter & (1 - upper)
+            both = cased & up & lo
+            mark = both & (1 - letter)
+            upper = letter & cased & up & (1 - lo)
+            lower = (letter | mark) & (1 - upper)
+            both_word |= np.uint64(both) << np.uint64(j)
+            mark_word |= np.uint64(mark) << np.uint64(j)
             codes[j] = (upper | (lower << 1) | (np.int64((c & F_N) != 0) << 2) | (np.int64((c & F_WS) != 0) << 3)
                         | (np.int64((c & F_CRLF) != 0) << 4) | (np.int64((c & F_SLASH) != 0) << 5)
                         | (np.int64((c & F_SPACE) != 0) << 6) | (np.int64((c & F_APOS) != 0) << 7))
@@ -266,7 +298,11 @@ def class_bitmaps(cls, pattern_id):
         planes = bit_planes(codes, 0)
         for column in range(_ROW):
             bitmaps[k, column] = planes[column]
-    return bitmaps, (cased & both) == 0
+        letter_word = bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER]
+        # letter_word holds the marks too: a mark may continue a mark
+        refused |= (bitmaps[k, B_UPPER] & _prev(both_word, before_both)) | (mark_word & ~_prev(letter_word, before_letter))
+        before_both, before_letter = both_word, letter_word
+    return bitmaps, refused == 0
 
 
 # ----------------------------------------------------------------------------- word algebra
