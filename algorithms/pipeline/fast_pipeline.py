@@ -187,12 +187,14 @@ class HeapScratch(NamedTuple):
 
 
 @njit(cache=True)
-def _heap_scratch(plan, n):
-    """The plan's :class:`HeapScratch` for a text of ``n`` bytes (empty arrays for merges in order:
-    ``queue`` empty means backtracking)."""
-    size = n if plan.live_pair_keys.shape[0] > 0 else 0
-    return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, np.empty(size, dtype=np.int32),
-                       np.empty(size, dtype=np.int32), np.empty(3 * size + 1 if size else 0, dtype=np.int64))
+def _heap_scratch(plan, n, spare):
+    """The plan's :class:`HeapScratch` for a text of ``n`` bytes; for merges in order its arrays are
+    empty views of ``spare`` (int64, no allocation): ``queue`` empty means backtracking."""
+    if plan.live_pair_keys.shape[0] > 0:
+        return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, np.empty(n, dtype=np.int32),
+                           np.empty(n, dtype=np.int32), np.empty(3 * n + 1, dtype=np.int64))
+    none = spare[:0]
+    return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, none.view(np.int32), none.view(np.int32), none)
 
 
 # ----------------------------------------------------------------------------- the fused loop
@@ -553,9 +555,9 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     its other characters are letters (``letter_bitmaps``), over its characters if the pattern can
     be split that way (any text but o200k's with a letter of both case classes right before an
     upper-case one, ``class_bitmaps``), else with the general one."""
-    # every call below passes arrays of the same types (made here, not module constants, which numba
+    # every call below passes arrays of the same types (views here, not module constants, which numba
     # types as read-only): one compiled copy of the loop instead of one per combination
-    no_starts, no_offsets, no_classes, no_ends = _empty_sources()
+    no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
     bitmaps, over_bytes = _byte_bitmaps(plan, data, start, end)
     if over_bytes:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
@@ -572,10 +574,10 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
 
 
 @njit(cache=True, inline="always")
-def _empty_sources():
-    """Empty (starts, offsets, class words, piece ends) for ``_encode_chunked``'s unused piece sources."""
-    return (np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint16),
-            np.empty(0, dtype=np.int64))
+def _empty_sources(chunk_ints, chunk_keys):
+    """Empty (starts, offsets, class words, piece ends) for ``_encode_chunked``'s unused piece sources:
+    views of the chunk's scratch, so no allocation."""
+    return chunk_keys[0, :0], chunk_ints[0, :0], chunk_keys[0, :0].view(np.uint16), chunk_ints[1, :0]
 
 
 #: texts are split in segments of about this many bytes, each cut where a piece must start (a line
@@ -610,16 +612,19 @@ def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out
     return n_out
 
 
-@njit(cache=True)
-def _chunk_scratch():
-    return np.empty((CHUNK, 2), dtype=np.int64), np.empty((CHUNK, 3), dtype=np.uint64)
-
-
-@njit(cache=True)
-def _merge_scratch(plan):
-    """The merge loop's scratch arrays (parts, ranks) for ``plan``."""
+@njit(cache=True, inline="always")
+def _call_scratch(plan, n):
+    """A call's scratch from one allocation (a call's fixed cost was a dozen small allocations, each
+    with its reference count): ``(chunk_ints`` int64[CHUNK, 2], ``chunk_keys`` uint64[CHUNK, 3], the
+    merge loop's ``parts`` int32 and ``ranks`` int64 of ``short_limit`` slots, the heap's scratch for
+    a text of ``n`` bytes)."""
     size = max(plan.short_limit, 1)
-    return np.empty(size, dtype=np.int32), np.empty(size, dtype=np.int64)
+    scratch = np.empty(5 * CHUNK + size + (size + 1) // 2, dtype=np.int64)
+    chunk_ints = scratch[:2 * CHUNK].reshape((CHUNK, 2))
+    chunk_keys = scratch[2 * CHUNK:5 * CHUNK].view(np.uint64).reshape((CHUNK, 3))
+    ranks = scratch[5 * CHUNK:5 * CHUNK + size]
+    parts = scratch[5 * CHUNK + size:].view(np.int32)[:size]
+    return chunk_ints, chunk_keys, parts, ranks, _heap_scratch(plan, n, ranks)
 
 
 @njit(cache=True, nogil=True)
@@ -627,10 +632,9 @@ def encode_utf8(plan, data, out, cache):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
     the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
-    parts, ranks = _merge_scratch(plan)
-    chunk_ints, chunk_keys = _chunk_scratch()
-    return _encode_segments(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks,
-                            _heap_scratch(plan, data.shape[0]), out, 0, cache, chunk_ints, chunk_keys)
+    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, data.shape[0])
+    return _encode_segments(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks, heap, out, 0,
+                            cache, chunk_ints, chunk_keys)
 
 
 
@@ -640,14 +644,12 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     """Encode the pieces ``data[piece_ends[i-1]:piece_ends[i]]`` (``piece_ends`` increasing, the
     last one ``len(data)``) into ``out``: the fused BPE stage behind any pre-tokenizer."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)
-    parts, ranks = _merge_scratch(plan)
-    chunk_ints, chunk_keys = _chunk_scratch()
+    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, data.shape[0])
     if piece_ends.shape[0] == 0:
         return np.int64(0)
-    no_starts, no_offsets, no_classes, _ = _empty_sources()
+    no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
-                           _new_memo(data.shape[0]), parts, ranks, _heap_scratch(plan, data.shape[0]), out, 0, cache,
-                           chunk_ints, chunk_keys, False)
+                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, False)
 
 
 @njit(cache=True, nogil=True)
@@ -656,9 +658,7 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
-    parts, ranks = _merge_scratch(plan)
-    heap = _heap_scratch(plan, data.shape[0])
-    chunk_ints, chunk_keys = _chunk_scratch()
+    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, data.shape[0])
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
@@ -677,7 +677,8 @@ def probe_stages(plan, data, stop, out):
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
     bitmaps, over_bytes = _byte_bitmaps(plan, data, 0, n)
-    starts, offsets, cls, no_ends = _empty_sources()
+    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, 0)
+    starts, offsets, cls, no_ends = _empty_sources(chunk_ints, chunk_keys)
     splittable = True
     if not over_bytes:
         cls, offsets = utf8_classes(data, plan.stage1, plan.stage2)
@@ -696,11 +697,9 @@ def probe_stages(plan, data, stop, out):
             piece_start, char = _next_piece(cls, char, piece_start, plan.pattern_id, False)
             total += piece_start
         return total
-    parts, ranks = _merge_scratch(plan)
-    chunk_ints, chunk_keys = _chunk_scratch()
     dead = np.empty(0, dtype=np.uint8)
     return _encode_chunked(plan, data, 0, n, starts, offsets, cls, no_ends, dead, _new_memo(0), parts, ranks,
-                           _heap_scratch(plan, 0), out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
+                           heap, out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
                            chunk_keys, True)
 
 
