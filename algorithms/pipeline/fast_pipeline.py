@@ -50,9 +50,9 @@ Probing it before the whole-token tables (caching one-token pieces too) was slow
 prose (0.84x): those tables already answer in one probe. In text that is mostly non-ASCII (at
 least a quarter of its bytes, ``_mostly_non_ascii``) a piece that starts with a non-ASCII
 character is mostly several tokens and seen before, so there the cache comes first and keeps such
-pieces of one token too (a second copy of the loop; same-process A/B on fresh faker text: Hebrew
-1.21x, Russian 1.13x, Greek 1.10x, Arabic 1.09x, Bengali 1.07x, Chinese 1.06x, Japanese level;
-the same loop on French, whose pieces are mostly ASCII, was 0.90x, hence the threshold).
+pieces of one token too (same-process A/B on fresh faker text: Hebrew 1.16-1.21x, Russian
+1.12-1.13x, Greek 1.10x, Arabic 1.09x, Bengali 1.07x, Chinese 1.06x, Japanese level; applied to
+every text, French, whose pieces are mostly ASCII, was 0.90x, hence the threshold).
 
 A vocabulary whose pattern has no compiled pre-tokenizer is split by ``regex`` (the
 reference itself) and the pieces go through the same compiled stage (``encode_pieces``).
@@ -452,9 +452,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     long_mask = long_tokens.shape[0] - 1
     loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
     cache_slots = cache.shape[0] - 1
-    # pieces that start with a non-ASCII character try the piece cache first; only where the text has
-    # such characters (``non_ascii`` is a constant at every call: ASCII text gets a copy of the loop
-    # without this path, which cost 5-7% where it could not help)
+    # pieces that start with a non-ASCII character try the piece cache first, in mostly non-ASCII
+    # text only (``non_ascii``): where its pieces are mostly ASCII the path cost 5-10%
     cache_first = non_ascii and cache_slots > 0 and not whole_piece and not lookup_only
     n_words = starts.shape[0]
     word = starts[0] & ~np.uint64(1) if n_words > 0 else np.uint64(0)  # position 0 starts the first piece
@@ -627,19 +626,17 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     bitmaps, over_bytes, ascii_only = _byte_bitmaps(plan, data, start, end)
     if over_bytes:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
-        if ascii_only or not _mostly_non_ascii(data, start, end):
-            return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
-                                   ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False, False)
+        non_ascii = not ascii_only and _mostly_non_ascii(data, start, end)
         return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
-                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False, True)
+                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False, non_ascii)
     cls, offsets = utf8_classes(data[start:end], plan.stage1, plan.stage2)
     bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if splittable:
         starts = piece_starts(data, start, cls.shape[0], bitmaps, plan.pattern_id, cls)
         return _encode_chunked(plan, data, start, end, starts, offsets, cls, no_ends, dead, memo, parts, ranks, heap,
-                               out, n_out, cache, chunk_ints, chunk_keys, False, True)
+                               out, n_out, cache, chunk_ints, chunk_keys, False, not ascii_only)
     return _encode_chunked(plan, data, start, end, no_starts, no_offsets, cls, no_ends, dead, memo, parts, ranks, heap,
-                           out, n_out, cache, chunk_ints, chunk_keys, False, True)
+                           out, n_out, cache, chunk_ints, chunk_keys, False, not ascii_only)
 
 
 @njit(cache=True, inline="always")
@@ -719,7 +716,7 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
                            _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, False,
-                           False)
+                           _mostly_non_ascii(data, 0, data.shape[0]))
 
 
 @njit(cache=True, nogil=True)
