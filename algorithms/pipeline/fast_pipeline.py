@@ -47,12 +47,7 @@ text (warm-up on 200 kB of the same kind) 54% of prose's, 79% of C code's and 84
 multilingual text's multi-token pieces hit; measured against no cache with the process's
 CPU time, interleaved, median of 5: 1.04x prose, 1.11x code, 1.32x multilingual (o200k).
 Probing it before the whole-token tables (caching one-token pieces too) was slower on
-prose (0.84x): those tables already answer in one probe. In text that is mostly non-ASCII (at
-least a quarter of its bytes, ``_mostly_non_ascii``) a piece that starts with a non-ASCII
-character is mostly several tokens and seen before, so there the cache comes first and keeps such
-pieces of one token too (same-process A/B on fresh faker text: Hebrew 1.16-1.21x, Russian
-1.12-1.13x, Greek 1.10x, Arabic 1.09x, Bengali 1.07x, Chinese 1.06x, Japanese level; applied to
-every text, French, whose pieces are mostly ASCII, was 0.90x, hence the threshold).
+prose (0.84x): those tables already answer in one probe.
 
 A vocabulary whose pattern has no compiled pre-tokenizer is split by ``regex`` (the
 reference itself) and the pieces go through the same compiled stage (``encode_pieces``).
@@ -396,25 +391,11 @@ def _count_cache_use(cache, lookups, hits):
 #: pieces of an ASCII text whose whole-token probes are computed, and their table rows
 #: prefetched, before the first of them is read
 CHUNK = 64
-#: a flag in a piece's probe slot: look the piece up in the piece cache first
-_CACHE_FIRST = np.int64(1) << 62
-
-
-@njit(cache=True, inline="always")
-def _whole_token(short_tokens, medium_tokens, long_tokens, data, start, end, low, high, slot):
-    """The token whose bytes are ``data[start:end]`` (at most ``CACHE_MAX_BYTES``), or -1: the probe of
-    the chunk's second phase for a piece whose keys and slot were computed in its first."""
-    length = end - start
-    if length <= SHORT_TOKEN_BYTES:
-        return short_token_at(short_tokens, low, length, slot)
-    if length <= MEDIUM_TOKEN_BYTES:
-        return medium_token_at(medium_tokens, low, high, length, slot)
-    return long_token_at(long_tokens, data, start, end, slot)
 
 
 @njit(cache=True, _nrt=False)
 def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, dead, memo, parts, ranks, heap, out,
-                    n_out, cache, chunk_ints, chunk_keys, lookup_only, non_ascii):
+                    n_out, cache, chunk_ints, chunk_keys, lookup_only):
     """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
     piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
     read of a table of megabytes per piece, which the previous pieces' work now hides); then the
@@ -452,9 +433,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     long_mask = long_tokens.shape[0] - 1
     loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
     cache_slots = cache.shape[0] - 1
-    # pieces that start with a non-ASCII character try the piece cache first, in mostly non-ASCII
-    # text only (``non_ascii``): where its pieces are mostly ASCII the path cost 5-10%
-    cache_first = non_ascii and cache_slots > 0 and not whole_piece and not lookup_only
     n_words = starts.shape[0]
     word = starts[0] & ~np.uint64(1) if n_words > 0 else np.uint64(0)  # position 0 starts the first piece
     by_char = offsets.shape[0] > 0
@@ -487,7 +465,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 e, char = _next_piece(cls, char, s, pattern_id, False)
             length = e - s
             chunk_ints[m, 0] = e
-            chunk_ints[m, 1] = 0  # no flag left from the chunk before (longer pieces set no slot)
             if length <= MEDIUM_TOKEN_BYTES and not whole_piece:
                 if s <= loads_end:
                     low = load_u64(data, s)
@@ -522,12 +499,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 chunk_keys[m, 0] = w0
                 chunk_keys[m, 1] = w1
                 chunk_keys[m, 2] = w2
-            if cache_first and length <= CACHE_MAX_BYTES and (data[s] | data[s + (length > 1)]) >= 128:
-                # mostly several tokens (Cyrillic, Greek, Arabic words) and seen before: the piece cache
-                # first, which also keeps such pieces of one token
-                chunk_ints[m, 1] |= _CACHE_FIRST
-                prefetch(cache, _cache_slot(chunk_keys[m, 0], chunk_keys[m, 1], chunk_keys[m, 2], length,
-                                            cache_slots - 1) * CACHE_ROW)
             s = e
             m += 1
         # the whole-token probes; a piece of several tokens has its piece-cache row fetched meanwhile
@@ -535,9 +506,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
         for i in range(m):
             e = chunk_ints[i, 0]
             length = e - s
-            if chunk_ints[i, 1] >= _CACHE_FIRST:
-                s = e
-                continue
             if whole_piece:
                 token = bytes_lookup(bytes_slots, token_bytes, token_start, data, s, e)
             elif length <= SHORT_TOKEN_BYTES:
@@ -556,25 +524,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
         for i in range(m):
             piece_end = chunk_ints[i, 0]
             token = chunk_ints[i, 1]
-            if token >= _CACHE_FIRST:  # flagged in the first phase (ids are below 2**31, -1 is several tokens)
-                length = piece_end - piece_start
-                w0, w1, w2 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2]
-                cache_slot = _cache_slot(w0, w1, w2, length, cache_slots - 1)
-                count = _cache_get(cache, cache_slot, w0, w1, w2, length, out, n_out)
-                lookups += 1
-                if count >= 0:
-                    hits += 1
-                    n_out += count
-                    piece_start = piece_end
-                    continue
-                token = _whole_token(short_tokens, medium_tokens, long_tokens, data, piece_start, piece_end, w0, w1,
-                                     token - _CACHE_FIRST)
-                if token >= 0:
-                    out[n_out] = token
-                    _cache_put(cache, cache_slot, w0, w1, w2, length, out, n_out, 1)
-                    n_out += 1
-                    piece_start = piece_end
-                    continue
             if token >= 0:
                 out[n_out] = token
                 n_out += 1
@@ -592,26 +541,12 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
 
 @njit(cache=True, inline="always")
 def _byte_bitmaps(plan, data, start, end):
-    """(bitmaps over the bytes of ``data[start:end]``, whether the split may use them, whether the text
-    is ASCII): ASCII text, or text whose other characters are letters (``letter_bitmaps``)."""
-    bitmaps, ascii_only = ascii_bitmaps(data, start, end)
-    if ascii_only:
-        return bitmaps, True, True
-    bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
-    return bitmaps, over_bytes, False
-
-
-@njit(cache=True, inline="always")
-def _mostly_non_ascii(data, start, end):
-    """Whether at least a quarter of the bytes of ``data[start:end]`` are above 127 (every eighth byte
-    looked at): Cyrillic, Greek, Arabic words, not French with a few accents (whose pieces are
-    mostly ASCII, and lost 10% in the loop that tries the piece cache first)."""
-    high = 0
-    total = 0
-    for i in range(start, end, 8):
-        high += data[i] >> 7
-        total += 1
-    return 4 * high >= total
+    """(bitmaps over the bytes of ``data[start:end]``, whether the split may use them): ASCII text,
+    or text whose other characters are letters (``letter_bitmaps``)."""
+    bitmaps, over_bytes = ascii_bitmaps(data, start, end)
+    if not over_bytes:
+        bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+    return bitmaps, over_bytes
 
 
 @njit(cache=True, inline="always")
@@ -623,20 +558,19 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     # every call below passes arrays of the same types (views here, not module constants, which numba
     # types as read-only): one compiled copy of the loop instead of one per combination
     no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
-    bitmaps, over_bytes, ascii_only = _byte_bitmaps(plan, data, start, end)
+    bitmaps, over_bytes = _byte_bitmaps(plan, data, start, end)
     if over_bytes:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
-        non_ascii = not ascii_only and _mostly_non_ascii(data, start, end)
         return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
-                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False, non_ascii)
+                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False)
     cls, offsets = utf8_classes(data[start:end], plan.stage1, plan.stage2)
     bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if splittable:
         starts = piece_starts(data, start, cls.shape[0], bitmaps, plan.pattern_id, cls)
         return _encode_chunked(plan, data, start, end, starts, offsets, cls, no_ends, dead, memo, parts, ranks, heap,
-                               out, n_out, cache, chunk_ints, chunk_keys, False, not ascii_only)
+                               out, n_out, cache, chunk_ints, chunk_keys, False)
     return _encode_chunked(plan, data, start, end, no_starts, no_offsets, cls, no_ends, dead, memo, parts, ranks, heap,
-                           out, n_out, cache, chunk_ints, chunk_keys, False, not ascii_only)
+                           out, n_out, cache, chunk_ints, chunk_keys, False)
 
 
 @njit(cache=True, inline="always")
@@ -715,8 +649,7 @@ def encode_pieces(plan, data, piece_ends, out, cache):
         return np.int64(0)
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
-                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, False,
-                           _mostly_non_ascii(data, 0, data.shape[0]))
+                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, False)
 
 
 @njit(cache=True, nogil=True)
@@ -743,7 +676,7 @@ def probe_stages(plan, data, stop, out):
     looks every piece up as one whole token in the chunked loop (pieces of several tokens are
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
-    bitmaps, over_bytes, _ = _byte_bitmaps(plan, data, 0, n)
+    bitmaps, over_bytes = _byte_bitmaps(plan, data, 0, n)
     chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, 0)
     starts, offsets, cls, no_ends = _empty_sources(chunk_ints, chunk_keys)
     splittable = True
@@ -767,7 +700,7 @@ def probe_stages(plan, data, stop, out):
     dead = np.empty(0, dtype=np.uint8)
     return _encode_chunked(plan, data, 0, n, starts, offsets, cls, no_ends, dead, _new_memo(0), parts, ranks,
                            heap, out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
-                           chunk_keys, True, False)
+                           chunk_keys, True)
 
 
 # ----------------------------------------------------------------------------- Python front end
