@@ -16,8 +16,8 @@ from hypothesis import example, given, settings
 from bpebench.algorithms.kernels.compiled import compile_vocabulary, is_compatible
 from bpebench.errors import BpebenchError
 from bpebench.algorithms.formats import load_vocabulary
-from bpebench.algorithms.kernels.matching import (build_matcher, compatible_after, longest_match_from_start, pair_compatible, prefix_matches,
-                                 spelled_token)
+from bpebench.algorithms.kernels.matching import (build_matcher, compatible_after, longest_match_from_start,
+                                                  pair_compatible, prefix_matches, spelled_token)
 from bpebench.algorithms.kernels.reference import bpe_reference
 from bpebench.algorithms.core.registry import default_encoder_name, get_encoder_class, make_encoder
 from bpebench.algorithms.formats.vocabulary import Vocabulary

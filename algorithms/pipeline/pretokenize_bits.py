@@ -157,8 +157,8 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
     For o200k and Tekken, ``\p{Lm}``, ``\p{Lo}`` and ``\p{M}`` are in both case classes of
     ``[UP]*[LO]+``; they split as lower-case letters do except where one of them comes right before
     an upper-case letter (there the regex backs off into the run: ``ーAー`` is ``ーAー``, not ``ー`` +
-    ``Aー``), so such a text is refused. Japanese, Chinese, Hebrew, Thai
-    and Arabic words are therefore split over their bytes too.
+    ``Aー``), so such a text is refused. Japanese, Chinese, Hebrew, Thai and Arabic words are
+    therefore split over their bytes too.
 
     Why bytes may stand for characters here: a multi-byte letter is a run of letter positions
     inside a letter run, and every rule of :func:`piece_starts` that looks at one neighbouring
@@ -299,8 +299,10 @@ def class_bitmaps(cls, pattern_id):
         for column in range(_ROW):
             bitmaps[k, column] = planes[column]
         letter_word = bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER]
-        # letter_word holds the marks too: a mark may continue a mark
-        refused |= (bitmaps[k, B_UPPER] & _prev(both_word, before_both)) | (mark_word & ~_prev(letter_word, before_letter))
+        # refused: an upper-case letter right after one of both classes, or a mark after no letter
+        # (letter_word holds the marks too: a mark may continue a mark)
+        refused |= bitmaps[k, B_UPPER] & _prev(both_word, before_both)
+        refused |= mark_word & ~_prev(letter_word, before_letter)
         before_both, before_letter = both_word, letter_word
     return bitmaps, refused == 0
 
