@@ -82,6 +82,7 @@ from typing import NamedTuple
 import numpy as np
 from .jit import njit
 
+from .bits import prefetch
 from .compiled import NEVER, compile_vocabulary
 
 
@@ -619,6 +620,15 @@ def merge_rank(pairs, pair_filter, left, right):
         if (entry >> _ID_BITS) == key:
             return entry & _ID_MASK
         slot = (slot + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def prefetch_merge_rank(pairs, pair_filter, left, right):
+    """Start loading what ``merge_rank(pairs, pair_filter, left, right)`` reads (its filter word and
+    first table slot), so that a later call finds them in cache."""
+    key = (np.int64(left) << _ID_BITS) | np.int64(right)
+    prefetch(pair_filter, _filter_bit(key) >> 6)
+    prefetch(pairs, _pair_slot(key, len(pairs) - 1))
 
 
 @njit(cache=True, inline="always")  # a call per candidate with five arrays costs more than the walk

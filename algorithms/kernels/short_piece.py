@@ -127,11 +127,12 @@ def _fill_byte_pair_ranks(pairs, pair_filter, byte_token, table):
     for a in range(256):
         for b in range(256):
             if byte_token[a] >= 0 and byte_token[b] >= 0:
-                table[(a << 8) | b] = _rank(pairs, pair_filter, byte_token[a], byte_token[b])
+                table[(a << 8) | b] = pair_rank(pairs, pair_filter, byte_token[a], byte_token[b])
 
 
 @njit(cache=True, inline="always")
-def _rank(pairs, pair_filter, left, right):
+def pair_rank(pairs, pair_filter, left, right):
+    """``matching.merge_rank``, with :data:`NO_MERGE` for a pair that never merges."""
     r = merge_rank(pairs, pair_filter, left, right)
     return r if r >= 0 else NO_MERGE
 
@@ -168,9 +169,9 @@ def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_r
             ranks[j] = ranks[j + 1]
         n -= 1
         if best < n - 1:
-            ranks[best] = _rank(pairs, pair_filter, parts[best], parts[best + 1])
+            ranks[best] = pair_rank(pairs, pair_filter, parts[best], parts[best + 1])
         if best > 0:
-            ranks[best - 1] = _rank(pairs, pair_filter, parts[best - 1], parts[best])
+            ranks[best - 1] = pair_rank(pairs, pair_filter, parts[best - 1], parts[best])
     for i in range(n):
         out[n_out + i] = parts[i]
     return n_out + n

@@ -27,9 +27,14 @@ bytes of the text:
    before the first is read, then the piece-cache row of every piece that is not one token, so
    the misses of a text the CPU has not seen overlap. A piece of several tokens is first
    looked up in the piece cache (below); if it is new, pieces of at most 16 bytes (32 when merges run out of priority
-   order) run the O(L^2) merge loop of :mod:`bpebench.algorithms.kernels.short_piece` (the
-   definition over packed merge ranks, as tiktoken does) and longer ones the backtracking
-   kernel of :mod:`bpebench.algorithms.backtracking` (linear, so one long piece stays O(n));
+   order) run the O(L^2) merge loop (the definition over packed merge ranks, as tiktoken does)
+   and longer ones the backtracking kernel of :mod:`bpebench.algorithms.backtracking` (linear,
+   so one long piece stays O(n)). The ids of ``WINDOW`` (512) pieces are written together: the
+   window's new short pieces first run side by side, up to 16 taking turns in
+   :mod:`bpebench.algorithms.kernels.interleaved_merge`, so that the pair-table misses of one
+   overlap the work of the others (a window of prose holds about 10 such pieces; the merge
+   loop alone went from 500 to 280 ns a new word), the rest one at a time in
+   :mod:`bpebench.algorithms.kernels.short_piece`;
 3. append the ids to a preallocated ``int32`` output (a text of ``n`` bytes has at
    most ``n`` tokens).
 
@@ -147,6 +152,7 @@ from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
 from .pretokenize_bits import ascii_bitmaps, class_bitmaps, letter_bitmaps, piece_starts
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
+from ..kernels.interleaved_merge import END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens, merge_pieces_interleaved
 from ..kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, long_slot,
                                    long_token_at, long_words, low_bytes, medium_token_at, merge_short_piece,
                                    short_token_at, token_slot)
@@ -278,16 +284,21 @@ def _cache_slot(w0, w1, w2, length, mask):
 
 
 @njit(cache=True, inline="always")
+def _cache_holds(cache, slot, w0, w1, w2, length):
+    """Whether the piece's row holds its ids (``_cache_get`` would hit)."""
+    return ((cache[slot, 3] & 0xFF) == length and np.uint64(cache[slot, 0]) == w0
+            and np.uint64(cache[slot, 1]) == w1 and np.uint64(cache[slot, 2]) == w2)
+
+
+@njit(cache=True, inline="always")
 def _cache_get(cache, slot, w0, w1, w2, length, out, n_out):
     """Append the cached ids of the piece to ``out`` and return their count, or -1 on a miss.
 
     A row is only used when all its key words and the length match, so a hit is the piece's
     own encoding (BPE of a piece depends on its bytes alone)."""
-    meta = cache[slot, 3]
-    if ((meta & 0xFF) != length or np.uint64(cache[slot, 0]) != w0 or np.uint64(cache[slot, 1]) != w1
-            or np.uint64(cache[slot, 2]) != w2):
+    if not _cache_holds(cache, slot, w0, w1, w2, length):
         return -1
-    count = (meta >> 8) & 0xFF
+    count = (cache[slot, 3] >> 8) & 0xFF
     for i in range(count):
         word = cache[slot, 4 + (i >> 1)]
         out[n_out + i] = (word >> (32 * (i & 1))) & 0xFFFFFFFF
@@ -391,25 +402,31 @@ def _count_cache_use(cache, lookups, hits):
 #: pieces of an ASCII text whose whole-token probes are computed, and their table rows
 #: prefetched, before the first of them is read
 CHUNK = 64
+#: pieces whose ids are written together (``CHUNK`` at a time looked up): the new ones of several
+#: tokens among them take turns in the interleaved merge loop
+WINDOW = 512
 
 
 @njit(cache=True, _nrt=False)
 def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, dead, memo, parts, ranks, heap, out,
-                    n_out, cache, chunk_ints, chunk_keys, lookup_only):
-    """Append the ids of every piece of ``data[start:end]``, ``CHUNK`` pieces at a time: first every
-    piece's end, packed bytes and whole-token probe slot, with a prefetch of that row (one random
-    read of a table of megabytes per piece, which the previous pieces' work now hides); then the
-    probes, with a prefetch of the piece-cache row of each piece that is not one token; then the
-    ids and BPE. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer)
+                    n_out, cache, chunk_ints, chunk_keys, lanes, lookup_only):
+    """Append the ids of every piece of ``data[start:end]``, ``WINDOW`` pieces at a time. For each
+    ``CHUNK`` of the window: every piece's end, packed bytes and whole-token probe slot, with a
+    prefetch of that row (one random read of a table of megabytes per piece, which the previous
+    pieces' work now hides); then the probes, with a prefetch of the piece-cache row of each piece
+    that is not one token. Then the window's short pieces of several tokens that the piece cache
+    does not hold run in the lanes of the interleaved merge loop (``lanes``), and last the ids,
+    in order, with BPE for the other pieces of several tokens. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer)
     when it is not empty: bits are bytes of an ASCII text, or characters whose byte offsets are
     ``offsets`` when that is not empty; else, when ``piece_ends`` is not empty, they end at
     ``start + piece_ends[i]`` (a split made elsewhere, e.g. by ``regex`` for a pattern with no
     compiled pre-tokenizer); else they come from the general pre-tokenizer over ``cls`` (the
     class words of the text's characters). ``parts`` and ``ranks`` are the merge loop's scratch
     (``short_limit`` slots), ``heap`` the long pieces' when merges run out of priority order
-    (:class:`HeapScratch`); ``chunk_ints`` (int64[CHUNK, 2]) and ``chunk_keys`` (uint64[CHUNK, 3]: a
-    piece of at most 24 bytes packed in three words, the whole-token tables' key and the piece
-    cache's) the chunk's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of
+    (:class:`HeapScratch`); ``chunk_ints`` (int64[WINDOW, 3]: end, probe slot then token or
+    -2 - lane, and the list of pieces that may take a lane) and ``chunk_keys`` (uint64[WINDOW, 3]:
+    a piece of at most 24 bytes packed in three words, the whole-token tables' key and the piece
+    cache's) the window's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of
     several tokens.
 
     Allocates nothing, so it is compiled without reference counting (``_nrt=False``):
@@ -433,6 +450,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     long_mask = long_tokens.shape[0] - 1
     loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
     cache_slots = cache.shape[0] - 1
+    lane_limit = min(short_limit, CACHE_MAX_BYTES, WIDTH) if cache_slots > 0 and not lookup_only else 0
     n_words = starts.shape[0]
     word = starts[0] & ~np.uint64(1) if n_words > 0 else np.uint64(0)  # position 0 starts the first piece
     by_char = offsets.shape[0] > 0
@@ -447,86 +465,133 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     while piece_start < end:
         m = 0
         s = piece_start
-        while m < CHUNK and s < end:
-            if n_words > 0:
-                while word == 0 and word_index + 1 < n_words:
-                    word_index += 1
-                    word = starts[word_index]
-                if word == 0:
-                    e = end
+        n_candidates = 0
+        while m < WINDOW and s < end:
+            sub_first = m
+            sub_start = s
+            while m < sub_first + CHUNK and s < end:
+                if n_words > 0:
+                    while word == 0 and word_index + 1 < n_words:
+                        word_index += 1
+                        word = starts[word_index]
+                    if word == 0:
+                        e = end
+                    else:
+                        position = (word_index << 6) + cttz(word)
+                        e = start + (offsets[position] if by_char else position)
+                        word &= word - np.uint64(1)
+                elif n_given > 0:
+                    e = start + piece_ends[given]
+                    given += 1
                 else:
-                    position = (word_index << 6) + cttz(word)
-                    e = start + (offsets[position] if by_char else position)
-                    word &= word - np.uint64(1)
-            elif n_given > 0:
-                e = start + piece_ends[given]
-                given += 1
-            else:
-                e, char = _next_piece(cls, char, s, pattern_id, False)
-            length = e - s
-            chunk_ints[m, 0] = e
-            if length <= MEDIUM_TOKEN_BYTES and not whole_piece:
-                if s <= loads_end:
-                    low = load_u64(data, s)
-                    high = load_u64(data, s + 8)
+                    e, char = _next_piece(cls, char, s, pattern_id, False)
+                length = e - s
+                chunk_ints[m, 0] = e
+                if length <= MEDIUM_TOKEN_BYTES and not whole_piece:
+                    if s <= loads_end:
+                        low = load_u64(data, s)
+                        high = load_u64(data, s + 8)
+                    else:
+                        low = _pack_word(data, s, min(e, s + 8))
+                        high = _pack_word(data, s + 8, e)
+                    if length <= SHORT_TOKEN_BYTES:
+                        low = low_bytes(low, length)
+                        high = np.uint64(0)
+                        slot = token_slot(low, high, length, short_mask)
+                        prefetch(short_tokens, slot * 2)
+                    else:
+                        high = low_bytes(high, length - 8)
+                        slot = token_slot(low, high, length, medium_mask)
+                        prefetch(medium_tokens, slot * 3)
+                    chunk_keys[m, 0] = low
+                    chunk_keys[m, 1] = high
+                    chunk_keys[m, 2] = 0
+                    chunk_ints[m, 1] = slot
+                elif length <= LONG_TOKEN_BYTES and not whole_piece:
+                    w0, w1, w2, w3 = long_words(data, s, e)
+                    slot = long_slot(w0, w1, w2, w3, length, long_mask)
+                    prefetch(long_tokens, slot * 5)
+                    chunk_ints[m, 1] = slot
+                    # the piece cache's key (pieces of up to CACHE_MAX_BYTES = 24 bytes: w3 is 0)
+                    chunk_keys[m, 0] = w0
+                    chunk_keys[m, 1] = w1
+                    chunk_keys[m, 2] = w2
+                elif length <= CACHE_MAX_BYTES:  # whole-piece lookup: the cache's key all the same
+                    w0, w1, w2 = _cache_key(data, s, e)
+                    chunk_keys[m, 0] = w0
+                    chunk_keys[m, 1] = w1
+                    chunk_keys[m, 2] = w2
+                s = e
+                m += 1
+            # the whole-token probes; a piece of several tokens has its piece-cache row fetched meanwhile
+            s = sub_start
+            for i in range(sub_first, m):
+                e = chunk_ints[i, 0]
+                length = e - s
+                if whole_piece:
+                    token = bytes_lookup(bytes_slots, token_bytes, token_start, data, s, e)
+                elif length <= SHORT_TOKEN_BYTES:
+                    token = short_token_at(short_tokens, chunk_keys[i, 0], length, chunk_ints[i, 1])
+                elif length <= MEDIUM_TOKEN_BYTES:
+                    token = medium_token_at(medium_tokens, chunk_keys[i, 0], chunk_keys[i, 1], length, chunk_ints[i, 1])
+                elif length <= LONG_TOKEN_BYTES:
+                    token = long_token_at(long_tokens, data, s, e, chunk_ints[i, 1])
                 else:
-                    low = _pack_word(data, s, min(e, s + 8))
-                    high = _pack_word(data, s + 8, e)
-                if length <= SHORT_TOKEN_BYTES:
-                    low = low_bytes(low, length)
-                    high = np.uint64(0)
-                    slot = token_slot(low, high, length, short_mask)
-                    prefetch(short_tokens, slot * 2)
-                else:
-                    high = low_bytes(high, length - 8)
-                    slot = token_slot(low, high, length, medium_mask)
-                    prefetch(medium_tokens, slot * 3)
-                chunk_keys[m, 0] = low
-                chunk_keys[m, 1] = high
-                chunk_keys[m, 2] = 0
-                chunk_ints[m, 1] = slot
-            elif length <= LONG_TOKEN_BYTES and not whole_piece:
-                w0, w1, w2, w3 = long_words(data, s, e)
-                slot = long_slot(w0, w1, w2, w3, length, long_mask)
-                prefetch(long_tokens, slot * 5)
-                chunk_ints[m, 1] = slot
-                # the piece cache's key (pieces of up to CACHE_MAX_BYTES = 24 bytes: w3 is 0)
-                chunk_keys[m, 0] = w0
-                chunk_keys[m, 1] = w1
-                chunk_keys[m, 2] = w2
-            elif length <= CACHE_MAX_BYTES:  # whole-piece lookup: the cache's key all the same
-                w0, w1, w2 = _cache_key(data, s, e)
-                chunk_keys[m, 0] = w0
-                chunk_keys[m, 1] = w1
-                chunk_keys[m, 2] = w2
-            s = e
-            m += 1
-        # the whole-token probes; a piece of several tokens has its piece-cache row fetched meanwhile
-        s = piece_start
-        for i in range(m):
+                    token = spelled_token(forward, two_byte_start, data, s, e)
+                chunk_ints[i, 1] = token
+                if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
+                    prefetch(cache, _cache_slot(chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], length,
+                                                cache_slots - 1) * CACHE_ROW)
+                    if length <= lane_limit:
+                        chunk_ints[n_candidates, 2] = i
+                        n_candidates += 1
+                s = e
+        # the window's new short pieces of several tokens take lanes of the interleaved merge loop
+        # (their table misses overlap); ``chunk_ints[i, 1]`` becomes -2 - lane
+        n_lanes = 0
+        for k in range(n_candidates):
+            i = chunk_ints[k, 2]
             e = chunk_ints[i, 0]
+            s = chunk_ints[i - 1, 0] if i > 0 else piece_start
             length = e - s
-            if whole_piece:
-                token = bytes_lookup(bytes_slots, token_bytes, token_start, data, s, e)
-            elif length <= SHORT_TOKEN_BYTES:
-                token = short_token_at(short_tokens, chunk_keys[i, 0], length, chunk_ints[i, 1])
-            elif length <= MEDIUM_TOKEN_BYTES:
-                token = medium_token_at(medium_tokens, chunk_keys[i, 0], chunk_keys[i, 1], length, chunk_ints[i, 1])
-            elif length <= LONG_TOKEN_BYTES:
-                token = long_token_at(long_tokens, data, s, e, chunk_ints[i, 1])
-            else:
-                token = spelled_token(forward, two_byte_start, data, s, e)
-            chunk_ints[i, 1] = token
-            if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
-                prefetch(cache, _cache_slot(chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], length,
-                                            cache_slots - 1) * CACHE_ROW)
-            s = e
+            w0, w1, w2 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2]
+            if _cache_holds(cache, _cache_slot(w0, w1, w2, length, cache_slots - 1), w0, w1, w2, length):
+                continue
+            lane = 0
+            while lane < n_lanes:  # the same new word twice in a window takes one lane
+                seen = lanes[lane, TAG]
+                if (lanes[lane, END] - lanes[lane, START] == length and chunk_keys[seen, 0] == w0
+                        and chunk_keys[seen, 1] == w1 and chunk_keys[seen, 2] == w2):
+                    break
+                lane += 1
+            if lane == LANES:
+                break  # the rest take the merge loop one at a time
+            if lane == n_lanes:
+                lanes[lane, START] = s
+                lanes[lane, END] = e
+                lanes[lane, TAG] = i
+                n_lanes += 1
+            chunk_ints[i, 1] = -2 - lane
+        if n_lanes > 0:
+            merge_pieces_interleaved(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
+                                     data, lanes, n_lanes)
         for i in range(m):
             piece_end = chunk_ints[i, 0]
             token = chunk_ints[i, 1]
             if token >= 0:
                 out[n_out] = token
                 n_out += 1
+            elif token <= -2:
+                first = n_out
+                n_out = lane_tokens(lanes, -2 - token, out, n_out)
+                lookups += 1
+                if lanes[-2 - token, TAG] != i:
+                    hits += 1  # the word again in the window: as good as a hit
+                elif n_out - first <= CACHE_MAX_IDS:
+                    w0, w1, w2 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2]
+                    length = piece_end - piece_start
+                    _cache_put(cache, _cache_slot(w0, w1, w2, length, cache_slots - 1), w0, w1, w2, length, out, first,
+                               n_out - first)
             elif not lookup_only:
                 n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
                                                         token_of_rank, token_offset, short_limit, data, piece_start,
@@ -550,7 +615,8 @@ def _byte_bitmaps(plan, data, start, end):
 
 
 @njit(cache=True, inline="always")
-def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys):
+def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys,
+                 lanes):
     """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII or
     its other characters are letters (``letter_bitmaps``), over its characters if the pattern can
     be split that way (any text but o200k's with a letter of both case classes right before an
@@ -562,15 +628,15 @@ def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_
     if over_bytes:
         starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
         return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
-                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, False)
+                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
     cls, offsets = utf8_classes(data[start:end], plan.stage1, plan.stage2)
     bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if splittable:
         starts = piece_starts(data, start, cls.shape[0], bitmaps, plan.pattern_id, cls)
         return _encode_chunked(plan, data, start, end, starts, offsets, cls, no_ends, dead, memo, parts, ranks, heap,
-                               out, n_out, cache, chunk_ints, chunk_keys, False)
+                               out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
     return _encode_chunked(plan, data, start, end, no_starts, no_offsets, cls, no_ends, dead, memo, parts, ranks, heap,
-                           out, n_out, cache, chunk_ints, chunk_keys, False)
+                           out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
 
 
 @njit(cache=True, inline="always")
@@ -602,12 +668,12 @@ def _segment_end(data, start, end):
 
 @njit(cache=True, inline="always")
 def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
-                     chunk_keys):
+                     chunk_keys, lanes):
     """``_encode_span`` over each segment of ``data[start:end]``."""
     while start < end:
         stop = _segment_end(data, start, end)
         n_out = _encode_span(plan, data, start, stop, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
-                             chunk_keys)
+                             chunk_keys, lanes)
         start = stop
     return n_out
 
@@ -615,16 +681,18 @@ def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out
 @njit(cache=True, inline="always")
 def _call_scratch(plan, n):
     """A call's scratch from one allocation (a call's fixed cost was a dozen small allocations, each
-    with its reference count): ``(chunk_ints`` int64[CHUNK, 2], ``chunk_keys`` uint64[CHUNK, 3], the
-    merge loop's ``parts`` int32 and ``ranks`` int64 of ``short_limit`` slots, the heap's scratch for
+    with its reference count): ``(chunk_ints`` int64[WINDOW, 3], ``chunk_keys`` uint64[WINDOW, 3], the
+    interleaved merge loop's ``lanes``, the merge loop's ``parts`` int32 and ``ranks`` int64 of ``short_limit`` slots, the heap's scratch for
     a text of ``n`` bytes)."""
     size = max(plan.short_limit, 1)
-    scratch = np.empty(5 * CHUNK + size + (size + 1) // 2, dtype=np.int64)
-    chunk_ints = scratch[:2 * CHUNK].reshape((CHUNK, 2))
-    chunk_keys = scratch[2 * CHUNK:5 * CHUNK].view(np.uint64).reshape((CHUNK, 3))
-    ranks = scratch[5 * CHUNK:5 * CHUNK + size]
-    parts = scratch[5 * CHUNK + size:].view(np.int32)[:size]
-    return chunk_ints, chunk_keys, parts, ranks, _heap_scratch(plan, n, ranks)
+    lane_words = LANES * LANE_COLUMNS
+    scratch = np.empty(lane_words + 6 * WINDOW + size + (size + 1) // 2, dtype=np.int64)
+    lanes = scratch[:lane_words].reshape((LANES, LANE_COLUMNS))
+    chunk_ints = scratch[lane_words:lane_words + 3 * WINDOW].reshape((WINDOW, 3))
+    chunk_keys = scratch[lane_words + 3 * WINDOW:lane_words + 6 * WINDOW].view(np.uint64).reshape((WINDOW, 3))
+    ranks = scratch[lane_words + 6 * WINDOW:lane_words + 6 * WINDOW + size]
+    parts = scratch[lane_words + 6 * WINDOW + size:].view(np.int32)[:size]
+    return chunk_ints, chunk_keys, lanes, parts, ranks, _heap_scratch(plan, n, ranks)
 
 
 @njit(cache=True, nogil=True)
@@ -632,9 +700,9 @@ def encode_utf8(plan, data, out, cache):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
     the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
-    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, data.shape[0])
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, data.shape[0])
     return _encode_segments(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks, heap, out, 0,
-                            cache, chunk_ints, chunk_keys)
+                            cache, chunk_ints, chunk_keys, lanes)
 
 
 
@@ -644,12 +712,12 @@ def encode_pieces(plan, data, piece_ends, out, cache):
     """Encode the pieces ``data[piece_ends[i-1]:piece_ends[i]]`` (``piece_ends`` increasing, the
     last one ``len(data)``) into ``out``: the fused BPE stage behind any pre-tokenizer."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)
-    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, data.shape[0])
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, data.shape[0])
     if piece_ends.shape[0] == 0:
         return np.int64(0)
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
-                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, False)
+                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, lanes, False)
 
 
 @njit(cache=True, nogil=True)
@@ -658,12 +726,12 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
     memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
-    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, data.shape[0])
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, data.shape[0])
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
         n_out = _encode_segments(plan, data, text_offsets[i], text_offsets[i + 1], dead, memo, parts, ranks, heap, out,
-                             n_out, cache, chunk_ints, chunk_keys)
+                             n_out, cache, chunk_ints, chunk_keys, lanes)
         out_offsets[i + 1] = n_out
     return n_out
 
@@ -677,7 +745,7 @@ def probe_stages(plan, data, stop, out):
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
     bitmaps, over_bytes = _byte_bitmaps(plan, data, 0, n)
-    chunk_ints, chunk_keys, parts, ranks, heap = _call_scratch(plan, 0)
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, 0)
     starts, offsets, cls, no_ends = _empty_sources(chunk_ints, chunk_keys)
     splittable = True
     if not over_bytes:
@@ -700,7 +768,7 @@ def probe_stages(plan, data, stop, out):
     dead = np.empty(0, dtype=np.uint8)
     return _encode_chunked(plan, data, 0, n, starts, offsets, cls, no_ends, dead, _new_memo(0), parts, ranks,
                            heap, out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
-                           chunk_keys, True)
+                           chunk_keys, lanes, True)
 
 
 # ----------------------------------------------------------------------------- Python front end
