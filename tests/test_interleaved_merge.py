@@ -18,8 +18,8 @@ from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 #: bytes of real words in several scripts, so pieces merge deep, plus arbitrary bytes
 WORD_BYTES = list(" the tion ing straße значение ประเทศ 東京 déjà 1234'\n".encode()) + list(range(256))
-pieces = st.binary(min_size=1, max_size=WIDTH) | st.lists(st.sampled_from(WORD_BYTES), min_size=1,
-                                                             max_size=WIDTH).map(bytes)
+pieces = (st.binary(min_size=1, max_size=WIDTH)
+          | st.lists(st.sampled_from(WORD_BYTES), min_size=1, max_size=WIDTH).map(bytes))
 
 
 def interleaved(plan, group: list[bytes]) -> list[list[int]]:

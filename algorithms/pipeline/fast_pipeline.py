@@ -152,7 +152,8 @@ from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
 from .pretokenize_bits import ascii_bitmaps, class_bitmaps, letter_bitmaps, piece_starts
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
-from ..kernels.interleaved_merge import END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens, merge_pieces_interleaved
+from ..kernels.interleaved_merge import (END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens,
+                                         merge_pieces_interleaved)
 from ..kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, long_slot,
                                    long_token_at, long_words, low_bytes, medium_token_at, merge_short_piece,
                                    short_token_at, token_slot)
@@ -416,14 +417,14 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     pieces' work now hides); then the probes, with a prefetch of the piece-cache row of each piece
     that is not one token. Then the window's short pieces of several tokens that the piece cache
     does not hold run in the lanes of the interleaved merge loop (``lanes``), and last the ids,
-    in order, with BPE for the other pieces of several tokens. The pieces start at the set bits of ``starts`` (the bit-parallel pre-tokenizer)
-    when it is not empty: bits are bytes of an ASCII text, or characters whose byte offsets are
-    ``offsets`` when that is not empty; else, when ``piece_ends`` is not empty, they end at
-    ``start + piece_ends[i]`` (a split made elsewhere, e.g. by ``regex`` for a pattern with no
-    compiled pre-tokenizer); else they come from the general pre-tokenizer over ``cls`` (the
-    class words of the text's characters). ``parts`` and ``ranks`` are the merge loop's scratch
-    (``short_limit`` slots), ``heap`` the long pieces' when merges run out of priority order
-    (:class:`HeapScratch`); ``chunk_ints`` (int64[WINDOW, 3]: end, probe slot then token or
+    in order, with BPE for the other pieces of several tokens. The pieces start at the set bits of
+    ``starts`` (the bit-parallel pre-tokenizer) when it is not empty: bits are bytes of an ASCII
+    text, or characters whose byte offsets are ``offsets`` when that is not empty; else, when
+    ``piece_ends`` is not empty, they end at ``start + piece_ends[i]`` (a split made elsewhere, e.g.
+    by ``regex`` for a pattern with no compiled pre-tokenizer); else they come from the general
+    pre-tokenizer over ``cls`` (the class words of the text's characters). ``parts`` and ``ranks``
+    are the merge loop's scratch (``short_limit`` slots), ``heap`` the long pieces' when merges run
+    out of priority order (:class:`HeapScratch`); ``chunk_ints`` (int64[WINDOW, 3]: end, probe slot then token or
     -2 - lane, and the list of pieces that may take a lane) and ``chunk_keys`` (uint64[WINDOW, 3]:
     a piece of at most 24 bytes packed in three words, the whole-token tables' key and the piece
     cache's) the window's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of
@@ -681,9 +682,9 @@ def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out
 @njit(cache=True, inline="always")
 def _call_scratch(plan, n):
     """A call's scratch from one allocation (a call's fixed cost was a dozen small allocations, each
-    with its reference count): ``(chunk_ints`` int64[WINDOW, 3], ``chunk_keys`` uint64[WINDOW, 3], the
-    interleaved merge loop's ``lanes``, the merge loop's ``parts`` int32 and ``ranks`` int64 of ``short_limit`` slots, the heap's scratch for
-    a text of ``n`` bytes)."""
+    with its reference count): ``(chunk_ints`` int64[WINDOW, 3], ``chunk_keys`` uint64[WINDOW, 3],
+    the interleaved merge loop's ``lanes``, the merge loop's ``parts`` int32 and ``ranks`` int64 of
+    ``short_limit`` slots, the heap's scratch for a text of ``n`` bytes)."""
     size = max(plan.short_limit, 1)
     lane_words = LANES * LANE_COLUMNS
     scratch = np.empty(lane_words + 6 * WINDOW + size + (size + 1) // 2, dtype=np.int64)
@@ -717,7 +718,8 @@ def encode_pieces(plan, data, piece_ends, out, cache):
         return np.int64(0)
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
-                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, lanes, False)
+                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, lanes,
+                           False)
 
 
 @njit(cache=True, nogil=True)
