@@ -10,8 +10,9 @@ comes again the ranks are in cache. The waits of different pieces overlap instea
 adding up.
 
 Each lane keeps its piece at fixed positions (a position is the piece's byte offset where
-a token starts): ``parts`` the token there, ``links`` the next and previous live positions,
-``keys`` the rank of the pair starting there packed with the position (``rank << 5 | i``).
+a token starts), one row of ``lanes`` with a column group per field: the token there, the next
+and the previous live position, and the rank of the pair starting there packed with the position
+(``rank << 5 | i``, the key).
 The merge to make is then the minimum key (lowest rank, leftmost on ties, as the
 definition says) found without a branch per entry; merged-away positions hold
 :data:`_DONE_KEY`. It is the definition's merge loop in another layout, so it equals
@@ -34,7 +35,7 @@ import numpy as np
 
 from .jit import njit
 from .matching import prefetch_merge_rank
-from .short_piece import TABLE_TOKENS, pair_rank
+from .short_piece import merged_token, pair_rank
 
 #: pieces merged in turns at most (the fused pipeline's scratch holds this many lanes)
 LANES = 16
@@ -110,7 +111,7 @@ def merge_pieces_interleaved(byte_token, byte_pair_rank, pairs, pair_filter, tok
                 continue
             at = best & (WIDTH - 1)
             rank = best >> _POSITION_BITS
-            token = rank + token_offset if token_offset != TABLE_TOKENS else np.int64(token_of_rank[rank])
+            token = merged_token(rank, token_offset, token_of_rank)
             lanes[lane, _PARTS + at] = token
             gone = lanes[lane, _NEXT + at]
             after = lanes[lane, _NEXT + gone]

@@ -137,6 +137,13 @@ def pair_rank(pairs, pair_filter, left, right):
     return r if r >= 0 else NO_MERGE
 
 
+@njit(cache=True, inline="always")
+def merged_token(rank, token_offset, token_of_rank):
+    """The token the merge of priority ``rank`` forms: ``rank + token_offset``, or ``token_of_rank[rank]``
+    when the offset is ``TABLE_TOKENS``."""
+    return rank + token_offset if token_offset != TABLE_TOKENS else np.int64(token_of_rank[rank])
+
+
 @njit(cache=True, _nrt=False)
 def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
                       data, start, end, parts, ranks, out, n_out):
@@ -158,10 +165,7 @@ def merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_r
                 best = i
         if best_rank == NO_MERGE:
             break
-        if token_offset != TABLE_TOKENS:
-            parts[best] = best_rank + token_offset
-        else:
-            parts[best] = token_of_rank[best_rank]
+        parts[best] = merged_token(best_rank, token_offset, token_of_rank)
         # drop part best+1; pair j+1 becomes pair j
         for j in range(best + 1, n - 1):
             parts[j] = parts[j + 1]
