@@ -97,3 +97,29 @@ def test_sentencepiece_counts_its_own_ids():
     processor = sentencepiece.SentencePieceProcessor(model_file=tok.vocabulary.source)
     assert tok.n_vocab == processor.get_piece_size()  # ids added for partial characters are not counted
     assert tok.eot_token == processor.eos_id()
+
+
+def test_short_texts_take_the_direct_path_with_the_same_ids_and_errors(pair):
+    """Texts under the threads' size go straight to the fused pipeline (``Tokenizer._direct_ok``);
+    the ids, the special-token errors and lone surrogates must come out as tiktoken has them, and as
+    the general path gives them."""
+    import numpy as np
+
+    ours, theirs = pair
+    assert ours._direct  # the path this test is about
+    general = Tokenizer(ours.vocabulary)
+    general._direct = False
+    texts = ["hello", "a < b | c", "x <| y", "lone \ud800 surrogate", "é", "\u00a0\n", "endoftext|>"]
+    for text in texts:
+        expected = theirs.encode(text)
+        assert ours.encode(text) == expected == general.encode(text)
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text) == general.encode_ordinary(text)
+        array = ours.encode_to_numpy(text)
+        assert array.dtype == np.uint32 and array.tolist() == expected
+        assert general.encode_to_numpy(text).tolist() == expected
+    for text in ["a <|endoftext|>", "<|endofprompt|>b" if ours.name == "o200k_base" else "<|fim_prefix|>b"]:
+        for encode in (ours.encode, ours.encode_to_numpy):
+            with pytest.raises(ValueError):
+                encode(text)
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+        assert ours.encode_to_numpy(text, allowed_special="all").tolist() == theirs.encode(text, allowed_special="all")

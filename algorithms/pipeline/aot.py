@@ -354,6 +354,9 @@ def _encode_entry(function, description: dict, plan, handle=None):
             _check_cache(cache)
         return bound(data, out, cache)
 
+    # for callers whose arrays are right by construction (``FusedPipeline.encode_list``): ``plan``'s
+    # kernel without the checks
+    encode_utf8.unchecked = state[1]
     return encode_utf8
 
 

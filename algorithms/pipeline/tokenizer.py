@@ -61,6 +61,14 @@ def _literal_regex(literals: frozenset[str]):
     return regex.compile("|".join(map(regex.escape, sorted(literals, key=len, reverse=True))))
 
 
+def _utf8_bytes(text: str) -> bytes:
+    """``utf8(text)`` with one call less when the text has no lone surrogate."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return utf8(text)
+
+
 def _may_hold(text: str, prefix: str) -> bool:
     """Whether ``prefix`` occurs in ``text``: its first character by ``memchr`` (most texts lack it),
     then the ``re`` module's literal search, three times as fast as ``str.__contains__`` on
@@ -184,6 +192,9 @@ class Tokenizer:
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
         self._init_llama_cpp(vocabulary)
+        # a short text goes straight to the fused pipeline (``_direct_list``): nothing to normalize
+        # and no special-token rules of llama.cpp
+        self._direct = vocabulary.normalizer == "none" and self._carver is None
 
     @property
     def _special_regex(self):
@@ -226,6 +237,7 @@ class Tokenizer:
         self._specials = frozenset(specials)  # their regex is compiled on first use (0.5 ms)
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = None
+        self._direct = False
 
     @property
     def components(self) -> dict[str, str]:
@@ -317,9 +329,22 @@ class Tokenizer:
         file says are always cut out, llama.cpp's USER_DEFINED tokens). A long text is cut at
         pre-token boundaries and its parts encoded on ``num_threads`` threads (default: every
         CPU, or ``BPEBENCH_NUM_THREADS``), with the same ids."""
+        if self._direct and self._fused is not None and 0 < len(text) < MIN_PARALLEL_BYTES:
+            return self._direct_list(text)
         if self._carver is not None and self._carver.always:
             return self._join(self._carver.segments(text, frozenset()))
         return self._encode_plain(text, num_threads=num_threads)
+
+    def _direct_list(self, text: str) -> list[int]:
+        """``_encode_plain`` of a text too short for threads, for a vocabulary with no normalizer
+        (the layers it skips cost a third of a call on a word)."""
+        return self._fused.encode_list(_utf8_bytes(text))
+
+    def _direct_ok(self, text: str) -> bool:
+        """Whether ``encode`` and ``encode_to_numpy`` may take the direct path: a short text, no
+        normalizer, and no special-token literal in it."""
+        return (self._direct and self._fused is not None and 0 < len(text) < MIN_PARALLEL_BYTES
+                and (not self._specials or not _may_hold(text, self._special_prefix)))
 
     def _encode_plain(self, text: str, *, num_threads: int | None = None) -> list[int]:
         """Ids of ``text`` with no special token carved out."""
@@ -366,6 +391,8 @@ class Tokenizer:
         """``encode`` as one ``uint32`` array (tiktoken's name and semantics): the fused pipeline
         writes the ids into one buffer, and no Python int is made. A long text is spread over
         ``num_threads`` threads as in ``encode_ordinary``."""
+        if self._direct_ok(text):
+            return self._fused.encode_array(_utf8_bytes(text))
         if self._hf is not None:  # added tokens are matched by the component pipeline itself
             return np.array(self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special),
                             dtype=np.uint32)
@@ -485,6 +512,8 @@ class Tokenizer:
         As in tiktoken, a special-token literal that is neither allowed nor explicitly
         permitted (``disallowed_special=()``) raises DisallowedSpecialError.
         """
+        if self._direct_ok(text):
+            return self._direct_list(text)
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
         if self._hf is not None and self._carver is None:
             # added tokens may match after normalization: allow by name, not by what the raw text shows
