@@ -44,6 +44,8 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    builds: the vocabulary cache (empty ``BPEBENCH_CACHE``), the ahead-of-time module
    (no module in the cache), and numba's compilation of the fused kernel (AOT off,
    empty ``NUMBA_CACHE_DIR``).
+9. ``calls`` (not in the default set): the cost of one call on a word and on 180 characters,
+   ours through each entry point against tiktoken and fastokens (ns per call).
 
 Every implementation's ids are checked against ours. Numbers move with the machine's
 load: compare ratios within one run.
@@ -855,9 +857,60 @@ def table_load(runs: int) -> None:
               f" {compiled['first encode']:6.2f}")
 
 
+# ----------------------------------------------------------------------------- short texts
+CALL_TEXTS = {"a word": "hello",
+              "180 characters": "The quick brown fox jumps over the lazy dog. " * 4}
+
+
+def table_calls(rounds: int) -> None:
+    """The cost of one call on a short text (what a server tokenizing messages one at a time pays):
+    ns per call, best of ``rounds`` loops, one CPU, o200k; ours through each entry point, tiktoken's
+    two and fastokens' ``encode`` (a text no encoder has seen is not the point here: every
+    call repeats the text, so this is the fixed cost around the kernel)."""
+    from bpebench.algorithms.peers import peer_status
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu()
+    vocab = load_vocabulary("o200k_base")
+    ours = Tokenizer(vocab)
+    functions = {"ours encode_ordinary": ours.encode_ordinary, "ours encode": ours.encode,
+                 "ours encode_to_numpy": ours.encode_to_numpy}
+    usable = {name for name, ok, _ in peer_status(vocab) if ok}
+    if "tiktoken" in usable:
+        encoding = tiktoken_encoding(vocab)
+        functions.update({"tiktoken encode_ordinary": encoding.encode_ordinary, "tiktoken encode": encoding.encode})
+    if "fastokens" in usable:
+        import fastokens
+
+        from bpebench.algorithms.formats.patterns import resolve_pattern
+        from bpebench.algorithms.peers import _ranks_file
+
+        fast = fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
+                                                 special_tokens={})
+        functions["fastokens encode"] = lambda text: fast.encode(text).ids
+    print(f"\ncalls: one call on a short text, o200k, one CPU: ns per call (best of {rounds} loops)")
+    print(f"  {'':26s}" + "".join(f"{name:>16s}" for name in CALL_TEXTS))
+    calls = 20_000
+    for name, function in functions.items():
+        row = []
+        for text in CALL_TEXTS.values():
+            expected = ours.encode_ordinary(text)
+            result = function(text)
+            if list(result) != expected:
+                raise AssertionError(f"{name} differs from ours on {text[:20]!r}")
+            best = float("inf")
+            for _ in range(rounds):
+                start = time.perf_counter()
+                for _ in range(calls):
+                    function(text)
+                best = min(best, time.perf_counter() - start)
+            row.append(best / calls * 1e9)
+        print(f"  {name:26s}" + "".join(f"{ns:16,.0f}" for ns in row))
+
+
 # ----------------------------------------------------------------------------- main
 TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "order", "serial", "repeat", "worst",
-          "batch", "load")
+          "batch", "load", "calls")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -926,6 +979,8 @@ def main(argv: list[str] | None = None) -> None:
         table_batch(args.repeat)
     if "load" in only:
         table_load(args.load_runs)
+    if "calls" in only:
+        table_calls(args.repeat)
 
 
 if __name__ == "__main__":
