@@ -541,3 +541,31 @@ def test_a_damaged_numba_cache_file_is_a_miss_not_an_error(tmp_path, suffix):
     assert "discarded a damaged numba cache file" in again.stderr
     third = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert third.returncode == 0 and third.stdout == first.stdout and third.stderr == ""  # rewritten whole
+
+
+def _first_pair(data: bytes, first: int, second: int) -> int:
+    """The reference: the first index of the two bytes, by Python's own search."""
+    return data.find(bytes([first, second]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=300) | st.lists(st.sampled_from([b"<", b"|", b"<|", b"a", b"|<", b"\xe2"]), max_size=60)
+       .map(b"".join), pair=st.sampled_from([(ord("<"), ord("|")), (ord("|"), ord("<")), (0xE2, 0x96), (0, 0)]))
+def test_helper_find_pair_is_the_first_occurrence(aot_module, data, pair):
+    """``find_pair`` (the Tokenizer's special-token screen) against ``bytes.find``: at the start,
+    the end, a first byte in the last position, runs of the first byte, empty and one-byte data."""
+    helper = aot_module.id_lists
+    assert helper.find_pair(data, *pair) == _first_pair(data, *pair)
+    for edge in (b"", b"<", b"|", b"<|", b"x<", data + b"<", b"<" * 70 + b"|"):
+        assert helper.find_pair(edge, *pair) == _first_pair(edge, *pair)
+
+
+def test_helper_find_pair_refuses_what_is_not_bytes_or_a_byte(aot_module):
+    helper = aot_module.id_lists
+    with pytest.raises(TypeError, match="find_pair"):
+        helper.find_pair("<|", 60, 124)  # a str, not bytes
+    with pytest.raises(TypeError, match="find_pair"):
+        helper.find_pair(b"<|", 60)
+    for first, second in ((256, 124), (60, -1)):
+        with pytest.raises(ValueError, match="0 to 255"):
+            helper.find_pair(b"<|", first, second)

@@ -100,7 +100,7 @@ def test_sentencepiece_counts_its_own_ids():
 
 
 def test_short_texts_take_the_direct_path_with_the_same_ids_and_errors(pair):
-    """Texts under the threads' size go straight to the fused pipeline (``Tokenizer._direct_ok``);
+    """Texts under the threads' size go straight to the fused pipeline (``Tokenizer._direct_bytes``);
     the ids, the special-token errors and lone surrogates must come out as tiktoken has them, and as
     the general path gives them."""
     import numpy as np

@@ -926,6 +926,8 @@ class FusedPipeline:
         if aot_calls is not None:
             self._encode, self._encode_batch, self._encode_pieces = aot_calls
             self._id_lists = _aot.id_lists()
+        #: the C helper's ``find_pair(data, first, second)`` (the first index of two bytes), or None
+        self.find_pair = None if self._id_lists is None else self._id_lists.find_pair
         if self.splitter is not None:
             self._encode = self._split_and_encode
             self._encode_batch = self._split_and_encode_batch

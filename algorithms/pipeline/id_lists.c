@@ -17,6 +17,9 @@
        the items of every list of ``lists`` in one list; those lists are left empty.
    utf8_span(text, start, end) -> bytes or None
        text[start:end].encode("utf-8") with the GIL released; None at a surrogate.
+   find_pair(data, first, second) -> int
+       the first index i with data[i] == first and data[i + 1] == second in the bytes
+       ``data``, or -1.
 
    Every id is checked against len(objects) (IndexError), buffers against their
    item size and dimensions (TypeError), so no argument reads outside an array.
@@ -275,7 +278,42 @@ static PyObject *join_lists(PyObject *Py_UNUSED(module), PyObject *const *args, 
     return joined;
 }
 
+/* find_pair(data, first, second) -> the first index of the two bytes ``first second`` in the bytes
+   ``data``, or -1. ``memchr`` finds each ``first`` (vector code in the C library), so a text where
+   that byte is common (``<`` in C code, tiktoken's special tokens' first byte) costs a call per
+   occurrence, not a regex search: 8 kB of C code in a few hundred nanoseconds. */
+static PyObject *find_pair(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "find_pair(data: bytes, first: int, second: int) takes 3 arguments");
+        return NULL;
+    }
+    long first = PyLong_AsLong(args[1]);
+    if (first == -1 && PyErr_Occurred())
+        return NULL;
+    long second = PyLong_AsLong(args[2]);
+    if (second == -1 && PyErr_Occurred())
+        return NULL;
+    if (first < 0 || first > 255 || second < 0 || second > 255) {
+        PyErr_Format(PyExc_ValueError, "find_pair: bytes are 0 to 255, not %ld and %ld", first, second);
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    const unsigned char *at = base, *last = base + PyBytes_GET_SIZE(args[0]) - 1; /* a pair starts before it */
+    while (at < last) {
+        const unsigned char *found = memchr(at, (int)first, (size_t)(last - at));
+        if (found == NULL)
+            break;
+        if (found[1] == (unsigned char)second)
+            return PyLong_FromSsize_t(found - base);
+        at = found + 1;
+    }
+    return PyLong_FromLong(-1);
+}
+
 static PyMethodDef methods[] = {
+    {"find_pair", (PyCFunction)(void (*)(void))find_pair, METH_FASTCALL,
+     "find_pair(data, first, second) -> the first index of the bytes first, second in data, or -1"},
     {"join_lists", (PyCFunction)(void (*)(void))join_lists, METH_FASTCALL,
      "join_lists(lists) -> one list of all their items, in order; the lists are left empty"},
     {"utf8_span", (PyCFunction)(void (*)(void))utf8_span, METH_FASTCALL,
