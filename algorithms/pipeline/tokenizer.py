@@ -61,14 +61,6 @@ def _literal_regex(literals: frozenset[str]):
     return regex.compile("|".join(map(regex.escape, sorted(literals, key=len, reverse=True))))
 
 
-def _utf8_bytes(text: str) -> bytes:
-    """``utf8(text)`` with one call less when the text has no lone surrogate."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return utf8(text)
-
-
 def _first_two_bytes(prefix: str) -> tuple[int, int] | None:
     """The first two bytes of ``prefix``'s UTF-8, or None when it has fewer."""
     data = prefix.encode("utf-8", "surrogatepass")
@@ -346,7 +338,7 @@ class Tokenizer:
     def _direct_list(self, text: str) -> list[int]:
         """``_encode_plain`` of a text too short for threads, for a vocabulary with no normalizer
         (the layers it skips cost a quarter of a call on a word)."""
-        return self._fused.encode_list(_utf8_bytes(text))
+        return self._fused.encode_list(utf8(text))
 
     def _direct_bytes(self, text: str) -> bytes | None:
         """The UTF-8 of ``text`` when ``encode`` and ``encode_to_numpy`` may send it straight to the
@@ -354,14 +346,14 @@ class Tokenizer:
         if not (self._direct and self._fused is not None and 0 < len(text) < MIN_PARALLEL_BYTES):
             return None
         if not self._specials:
-            return _utf8_bytes(text)
+            return utf8(text)
         pair, find_pair = self._special_pair, self._fused.find_pair
         if pair is None or find_pair is None:
-            return None if _may_hold(text, self._special_prefix) else _utf8_bytes(text)
+            return None if _may_hold(text, self._special_prefix) else utf8(text)
         # every special-token literal starts with the specials' common prefix, so with its first two
         # bytes: the C helper looks for those in the bytes the kernel needs anyway (``memchr``: on C
         # code, where ``<`` is common, 4x faster than the ``re`` search of ``_may_hold``)
-        data = _utf8_bytes(text)
+        data = utf8(text)
         return data if find_pair(data, pair[0], pair[1]) < 0 else None
 
     def _encode_plain(self, text: str, *, num_threads: int | None = None) -> list[int]:
