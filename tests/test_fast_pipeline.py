@@ -607,6 +607,31 @@ def test_cut_text_and_the_kernels_segments_split_like_the_whole_text(lines):
         assert pipeline.encode_utf8(long_text.encode("utf-8")).tolist() == expected, name
 
 
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_segments_too_long_for_the_calls_scratch_or_refused_by_the_byte_split_equal_tiktoken(name):
+    """The kernel's segments take their bitmaps from the call's scratch when they fit it; a segment
+    longer than ``SCRATCH_SEGMENT_BYTES`` (a line with no cut point) takes bitmaps of its own, and one
+    that the byte split refuses (a CJK letter right before an upper-case one) the character path.
+    Each alone, and mixed in one text and in one batch, against tiktoken."""
+    from bpebench.algorithms.pipeline import fast_pipeline
+
+    peer = tiktoken_peer(name)
+    tok = fused(name)
+    span = fast_pipeline.SCRATCH_SEGMENT_BYTES
+    ascii_line = " ".join(f"w{i % 97}x, it's" for i in range(span // 6))  # no line feed: one segment
+    cyrillic_line = " ".join(f"слово{i % 31}" for i in range(span // 8))
+    refused = "中A ー € — 😀" + "The 漢字 text.\n" * 40
+    short = "plain words\nnext line 12345 "
+    assert len(ascii_line.encode()) > span and len(cyrillic_line.encode()) > span
+    texts = [ascii_line, cyrillic_line, refused, short,
+             short * 2000 + "\n" + ascii_line,  # segments that fit, then one that does not
+             ascii_line + "\nnext " + refused * 50 + "\nlast words"]
+    for text in texts:
+        assert tok.encode_ordinary(text, num_threads=1) == peer.encode_ordinary(text), text[:40]
+        assert tok._fused.encode_utf8(text.encode()).tolist() == peer.encode_ordinary(text), text[:40]
+    assert tok.encode_ordinary_batch(texts, num_threads=1) == [peer.encode_ordinary(t) for t in texts]
+
+
 def test_thread_count_from_the_environment(monkeypatch):
     from bpebench.algorithms.pipeline.parallel import thread_count
 

@@ -151,7 +151,9 @@ from ..heap import heap_piece
 from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
-from .pretokenize_bits import ascii_bitmaps, class_bitmaps, letter_bitmaps, piece_starts
+from .pretokenize_bits import (BITMAP_COLUMNS, ascii_bitmaps, ascii_bitmaps_into, bitmap_rows, class_bitmaps,
+                               letter_bitmaps, letter_bitmaps_into, piece_starts, piece_starts_into,
+                               start_words)
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
 from ..kernels.interleaved_merge import (END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens,
                                          merge_pieces_interleaved)
@@ -194,17 +196,6 @@ class HeapScratch(NamedTuple):
     queue: np.ndarray  # int64[3n + 1]
 
 
-@njit(cache=True)
-def _heap_scratch(plan, n, spare):
-    """The plan's :class:`HeapScratch` for a text of ``n`` bytes; for merges in order its arrays are
-    empty views of ``spare`` (int64, no allocation): ``queue`` empty means backtracking."""
-    if plan.live_pair_keys.shape[0] > 0:
-        return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, np.empty(n, dtype=np.int32),
-                           np.empty(n, dtype=np.int32), np.empty(3 * n + 1, dtype=np.int64))
-    none = spare[:0]
-    return HeapScratch(plan.live_pair_keys, plan.live_pair_vals, none.view(np.int32), none.view(np.int32), none)
-
-
 # ----------------------------------------------------------------------------- the fused loop
 #: bounds of the per-call piece memo (slots); a slot is 32 bytes, so at most 128 kB (L2-resident)
 _MEMO_MIN_SLOTS = 16
@@ -213,17 +204,16 @@ _MEMO_MAX_SLOTS = 4096
 _MEMO_MAX_PIECE = 256
 
 
-@njit(cache=True)
-def _new_memo(n_bytes):
-    """An empty piece memo for a call over ``n_bytes`` bytes: (slots, 4) int64, all -1.
-
-    Row = (hash of the piece's bytes, its start in ``data``, the start of its ids in
-    ``out``, length << 32 | number of ids). It stores no ids: a memoised piece's ids
-    are still in ``out`` (append-only within one call), so a hit copies them from there."""
+@njit(cache=True, inline="always")
+def _memo_slots(n_bytes):
+    """Slots of the piece memo of a call over ``n_bytes`` bytes (rows of 4 int64, all -1 to start
+    with: the hash of the piece's bytes, its start in ``data``, the start of its ids in ``out``,
+    length << 32 | number of ids). It stores no ids: a memoised piece's ids are still in ``out``
+    (append-only within one call), so a hit copies them from there."""
     slots = _MEMO_MIN_SLOTS
     while slots < _MEMO_MAX_SLOTS and slots * 64 < n_bytes:
         slots *= 2
-    return np.full((slots, 4), -1, dtype=np.int64)
+    return slots
 
 
 @njit(cache=True, inline="always")
@@ -606,31 +596,114 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     return n_out
 
 
-@njit(cache=True, inline="always")
-def _byte_bitmaps(plan, data, start, end):
-    """(bitmaps over the bytes of ``data[start:end]``, whether the split may use them): ASCII text,
-    or text whose other characters are letters (``letter_bitmaps``)."""
-    bitmaps, over_bytes = ascii_bitmaps(data, start, end)
-    if not over_bytes:
-        bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
-    return bitmaps, over_bytes
+#: texts are split in segments of about this many bytes, each cut where a piece must start (a line
+#: feed, then an ASCII letter): each segment takes the bit-parallel pre-tokenizer unless it holds
+#: characters it cannot split (one CJK character then costs its segment, not the whole text), and
+#: its bitmaps stay in the core's caches
+SEGMENT_BYTES = 1 << 15
+#: a segment of at most this many bytes takes its bitmaps from the call's scratch (a segment ends at
+#: the first boundary ``SEGMENT_BYTES`` on, so nearly every one fits); a longer one allocates them
+SCRATCH_SEGMENT_BYTES = SEGMENT_BYTES + 4096
 
 
 @njit(cache=True, inline="always")
-def _encode_span(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys,
-                 lanes):
-    """Encode ``data[start:end]`` with the bit-parallel pre-tokenizer over its bytes if it is ASCII or
-    its other characters are letters (``letter_bitmaps``), over its characters if the pattern can
-    be split that way (any text but o200k's with a letter of both case classes right before an
-    upper-case one, ``class_bitmaps``), else with the general one."""
+def _scratch_layout(plan, n, span):
+    """(offsets of the scratch's parts, total words) for a call over ``n`` bytes whose segments of up
+    to ``span`` bytes take their bitmaps from it: lanes, chunk ints, chunk keys, merge ranks, merge
+    parts, memo, backtracking's dead flags, the heap's three arrays (merges out of priority order
+    only), bitmaps, start words and their scratch."""
+    size = max(plan.short_limit, 1)
+    heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
+    chunk_ints = LANES * LANE_COLUMNS
+    chunk_keys = chunk_ints + 3 * WINDOW
+    ranks = chunk_keys + 3 * WINDOW
+    parts = ranks + size
+    memo = parts + ((size + 1) >> 1)
+    dead = memo + 4 * _memo_slots(n)
+    token = dead + ((n + 8) >> 3)
+    prev = token + ((heap_n + 1) >> 1)
+    queue = prev + ((heap_n + 1) >> 1)
+    bitmaps = queue + (3 * heap_n + 1 if heap_n > 0 else 0)
+    starts = bitmaps + bitmap_rows(span) * BITMAP_COLUMNS
+    final = starts + start_words(span)
+    total = final + start_words(span)
+    return chunk_ints, chunk_keys, ranks, parts, memo, dead, token, prev, queue, bitmaps, starts, final, total
+
+
+@njit(cache=True)
+def _new_scratch(plan, n, span):
+    """A call's scratch, one allocation (a call's fixed cost was a dozen small allocations and the
+    reference counts of the arrays passed down): int64 words laid out by ``_scratch_layout``, the
+    memo's rows set to -1. ``n``: the bytes of the call's text(s); ``span``: the longest segment
+    whose bitmaps it holds."""
+    layout = _scratch_layout(plan, n, span)
+    work = np.empty(layout[12], dtype=np.int64)
+    work[layout[4]:layout[5]] = -1
+    return work
+
+
+@njit(cache=True, inline="always")
+def _scratch(plan, work, n, span):
+    """Views of ``work`` (``_new_scratch(plan, n, span)``): (chunk_ints int64[WINDOW, 3], chunk_keys
+    uint64[WINDOW, 3], the interleaved merge loop's lanes, the merge loop's parts int32 and ranks
+    int64 of ``short_limit`` slots, the heap's :class:`HeapScratch` (empty arrays when merges run in
+    order: ``queue`` empty means backtracking), the memo (slots, 4), dead uint8[n + 1], bitmaps,
+    start words, their scratch). Views only: free in the kernels compiled without reference counts."""
+    (chunk_ints, chunk_keys, ranks, parts, memo, dead, token, prev, queue, bitmaps, starts, final,
+     total) = _scratch_layout(plan, n, span)
+    size = max(plan.short_limit, 1)
+    heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
+    heap = HeapScratch(plan.live_pair_keys, plan.live_pair_vals, work[token:prev].view(np.int32)[:heap_n],
+                       work[prev:queue].view(np.int32)[:heap_n], work[queue:bitmaps])
+    return (work[chunk_ints:chunk_keys].reshape((WINDOW, 3)),
+            work[chunk_keys:ranks].view(np.uint64).reshape((WINDOW, 3)),
+            work[:chunk_ints].reshape((LANES, LANE_COLUMNS)),
+            work[parts:memo].view(np.int32)[:size], work[ranks:parts], heap,
+            work[memo:dead].reshape(((dead - memo) >> 2, 4)), work[dead:token].view(np.uint8)[:n + 1],
+            work[bitmaps:starts].view(np.uint64).reshape((bitmap_rows(span), BITMAP_COLUMNS)),
+            work[starts:final].view(np.uint64), work[final:total].view(np.uint64))
+
+
+@njit(cache=True, _nrt=False)
+def _encode_segment_bytes(plan, data, start, end, out, n_out, cache, work, n, span):
+    """Encode the segment ``data[start:end]`` over its bytes (ASCII, or its other characters letters:
+    ``letter_bitmaps``) with bitmaps in the call's scratch; returns the new ``n_out``, or -1 when the
+    segment is longer than the scratch's ``span``, -2 when its characters must be split one by one.
+    Allocates nothing."""
+    length = end - start
+    if length > span:
+        return np.int64(-1)
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, bitmaps, starts, final = _scratch(plan, work, n,
+                                                                                                     span)
+    if not ascii_bitmaps_into(data, start, end, bitmaps):
+        if not letter_bitmaps_into(data, start, end, plan.stage1, plan.stage2, plan.pattern_id, bitmaps):
+            return np.int64(-2)
+    no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
+    starts = starts[:start_words(length)]
+    piece_starts_into(data, start, length, bitmaps, plan.pattern_id, no_classes, starts, final)
+    return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts, ranks,
+                           heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
+
+
+@njit(cache=True)
+def _encode_segment_general(plan, data, start, end, out, n_out, cache, work, n, span, by_bytes):
+    """Encode the segment ``data[start:end]`` that ``_encode_segment_bytes`` left: over its bytes with
+    bitmaps of its own when ``by_bytes`` (it was too long for the scratch's) and they may split it,
+    else over its characters if the pattern can split them that way (any text but o200k's with a
+    letter of both case classes right before an upper-case one, ``class_bitmaps``), else with the
+    general pre-tokenizer."""
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, span)
     # every call below passes arrays of the same types (views here, not module constants, which numba
     # types as read-only): one compiled copy of the loop instead of one per combination
     no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
-    bitmaps, over_bytes = _byte_bitmaps(plan, data, start, end)
-    if over_bytes:
-        starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
-        return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
-                               ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
+    if by_bytes:
+        bitmaps, over_bytes = ascii_bitmaps(data, start, end)
+        if not over_bytes:
+            bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+        if over_bytes:
+            starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
+            return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
+                                   ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
     cls, offsets = utf8_classes(data[start:end], plan.stage1, plan.stage2)
     bitmaps, splittable = class_bitmaps(cls, plan.pattern_id)
     if splittable:
@@ -648,13 +721,6 @@ def _empty_sources(chunk_ints, chunk_keys):
     return chunk_keys[0, :0], chunk_ints[0, :0], chunk_keys[0, :0].view(np.uint16), chunk_ints[1, :0]
 
 
-#: texts are split in segments of about this many bytes, each cut where a piece must start (a line
-#: feed, then an ASCII letter): each segment takes the bit-parallel pre-tokenizer unless it holds
-#: characters it cannot split (one CJK character then costs its segment, not the whole text), and
-#: its bitmaps stay in the core's caches
-SEGMENT_BYTES = 1 << 15
-
-
 @njit(cache=True, inline="always")
 def _segment_end(data, start, end):
     """Where the segment that starts at ``start`` ends: the first position at least
@@ -668,73 +734,56 @@ def _segment_end(data, start, end):
     return end
 
 
-@njit(cache=True, inline="always")
-def _encode_segments(plan, data, start, end, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
-                     chunk_keys, lanes):
-    """``_encode_span`` over each segment of ``data[start:end]``."""
+@njit(cache=True)
+def _encode_segments(plan, data, start, end, out, n_out, cache, work, n, span):
+    """Encode each segment of ``data[start:end]`` (``_segment_end``) into ``out`` from ``n_out`` on;
+    ``work``: the call's scratch for ``n`` bytes and segments of up to ``span``. It passes four arrays
+    down, not the scratch's dozen: the inlined layers it replaced paid an atomic increment and
+    decrement of a reference count for each array they passed on."""
     while start < end:
         stop = _segment_end(data, start, end)
-        n_out = _encode_span(plan, data, start, stop, dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
-                             chunk_keys, lanes)
+        got = _encode_segment_bytes(plan, data, start, stop, out, n_out, cache, work, n, span)
+        if got < 0:
+            got = _encode_segment_general(plan, data, start, stop, out, n_out, cache, work, n, span, got == -1)
+        n_out = got
         start = stop
     return n_out
-
-
-@njit(cache=True, inline="always")
-def _call_scratch(plan, n):
-    """A call's scratch from one allocation (a call's fixed cost was a dozen small allocations, each
-    with its reference count): ``(chunk_ints`` int64[WINDOW, 3], ``chunk_keys`` uint64[WINDOW, 3],
-    the interleaved merge loop's ``lanes``, the merge loop's ``parts`` int32 and ``ranks`` int64 of
-    ``short_limit`` slots, the heap's scratch for a text of ``n`` bytes)."""
-    size = max(plan.short_limit, 1)
-    lane_words = LANES * LANE_COLUMNS
-    scratch = np.empty(lane_words + 6 * WINDOW + size + (size + 1) // 2, dtype=np.int64)
-    lanes = scratch[:lane_words].reshape((LANES, LANE_COLUMNS))
-    chunk_ints = scratch[lane_words:lane_words + 3 * WINDOW].reshape((WINDOW, 3))
-    chunk_keys = scratch[lane_words + 3 * WINDOW:lane_words + 6 * WINDOW].view(np.uint64).reshape((WINDOW, 3))
-    ranks = scratch[lane_words + 6 * WINDOW:lane_words + 6 * WINDOW + size]
-    parts = scratch[lane_words + 6 * WINDOW + size:].view(np.int32)[:size]
-    return chunk_ints, chunk_keys, lanes, parts, ranks, _heap_scratch(plan, n, ranks)
 
 
 @njit(cache=True, nogil=True)
 def encode_utf8(plan, data, out, cache):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
     the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
-    dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, data.shape[0])
-    return _encode_segments(plan, data, 0, data.shape[0], dead, _new_memo(data.shape[0]), parts, ranks, heap, out, 0,
-                            cache, chunk_ints, chunk_keys, lanes)
-
-
+    n = data.shape[0]
+    span = min(n, SCRATCH_SEGMENT_BYTES)
+    return _encode_segments(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, span), n, span)
 
 
 @njit(cache=True, nogil=True)
 def encode_pieces(plan, data, piece_ends, out, cache):
     """Encode the pieces ``data[piece_ends[i-1]:piece_ends[i]]`` (``piece_ends`` increasing, the
     last one ``len(data)``) into ``out``: the fused BPE stage behind any pre-tokenizer."""
-    dead = np.empty(data.shape[0] + 1, dtype=np.uint8)
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, data.shape[0])
+    n = data.shape[0]
     if piece_ends.shape[0] == 0:
         return np.int64(0)
+    work = _new_scratch(plan, n, 0)
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, 0)
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
-    return _encode_chunked(plan, data, 0, data.shape[0], no_starts, no_offsets, no_classes, piece_ends, dead,
-                           _new_memo(data.shape[0]), parts, ranks, heap, out, 0, cache, chunk_ints, chunk_keys, lanes,
-                           False)
+    return _encode_chunked(plan, data, 0, n, no_starts, no_offsets, no_classes, piece_ends, dead, memo, parts, ranks,
+                           heap, out, 0, cache, chunk_ints, chunk_keys, lanes, False)
 
 
 @njit(cache=True, nogil=True)
 def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
-    dead = np.empty(data.shape[0] + 1, dtype=np.uint8)  # scratch of backtrack_piece, which clears it
-    memo = _new_memo(data.shape[0])  # shared by the batch: every text's ids stay in ``out``
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, data.shape[0])
+    n = data.shape[0]
+    span = min(n, SCRATCH_SEGMENT_BYTES)
+    work = _new_scratch(plan, n, span)  # one memo for the batch: every text's ids stay in ``out``
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
-        n_out = _encode_segments(plan, data, text_offsets[i], text_offsets[i + 1], dead, memo, parts, ranks, heap, out,
-                             n_out, cache, chunk_ints, chunk_keys, lanes)
+        n_out = _encode_segments(plan, data, text_offsets[i], text_offsets[i + 1], out, n_out, cache, work, n, span)
         out_offsets[i + 1] = n_out
     return n_out
 
@@ -747,8 +796,11 @@ def probe_stages(plan, data, stop, out):
     looks every piece up as one whole token in the chunked loop (pieces of several tokens are
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
-    bitmaps, over_bytes = _byte_bitmaps(plan, data, 0, n)
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap = _call_scratch(plan, 0)
+    bitmaps, over_bytes = ascii_bitmaps(data, 0, n)
+    if not over_bytes:
+        bitmaps, over_bytes = letter_bitmaps(data, 0, n, plan.stage1, plan.stage2, plan.pattern_id)
+    work = _new_scratch(plan, n, 0)
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, 0)
     starts, offsets, cls, no_ends = _empty_sources(chunk_ints, chunk_keys)
     splittable = True
     if not over_bytes:
@@ -768,8 +820,7 @@ def probe_stages(plan, data, stop, out):
             piece_start, char = _next_piece(cls, char, piece_start, plan.pattern_id, False)
             total += piece_start
         return total
-    dead = np.empty(0, dtype=np.uint8)
-    return _encode_chunked(plan, data, 0, n, starts, offsets, cls, no_ends, dead, _new_memo(0), parts, ranks,
+    return _encode_chunked(plan, data, 0, n, starts, offsets, cls, no_ends, dead, memo, parts, ranks,
                            heap, out, 0, np.zeros((1, CACHE_ROW), dtype=np.int64), chunk_ints,
                            chunk_keys, lanes, True)
 

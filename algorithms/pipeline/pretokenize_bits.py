@@ -69,6 +69,8 @@ from .unicode_table import F_APOS, F_CRLF, F_L, F_LO, F_N, F_SLASH, F_SPACE, F_U
 BITMAPS = ("upper", "lower", "digit", "space", "crlf", "slash", "blank", "apostrophe")
 B_UPPER, B_LOWER, B_DIGIT, B_SPACE, B_CRLF, B_SLASH, B_BLANK, B_APOS = range(8)
 _ROW = len(BITMAPS)
+#: columns of a bitmap row
+BITMAP_COLUMNS = _ROW
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 _ALL = ~np.uint64(0)
@@ -82,19 +84,40 @@ def ascii_bitmaps(data, start, end):
     """Class bitmaps of ``data[start:end]``: row ``k`` covers bytes ``start + 64k ..``, columns
     :data:`BITMAPS`; bits past the end are 0 and two zero rows follow. Also whether every byte is
     ASCII (if not, the bitmaps are not complete: use the general pre-tokenizer)."""
-    n = end - start
-    bitmaps = np.zeros(((n >> 6) + 2, _ROW), dtype=np.uint64)
+    bitmaps = np.empty((bitmap_rows(end - start), _ROW), dtype=np.uint64)
+    return bitmaps, ascii_bitmaps_into(data, start, end, bitmaps)
+
+
+@njit(cache=True, inline="always")
+def bitmap_rows(n):
+    """Rows of the bitmaps of ``n`` positions (64 a row, then two zero rows)."""
+    return (n >> 6) + 2
+
+
+@njit(cache=True, inline="always")
+def _clear_rows(bitmaps, rows):
+    for k in range(rows):
+        for column in range(_ROW):
+            bitmaps[k, column] = _ZERO
+
+
+@njit(cache=True, _nrt=False)
+def ascii_bitmaps_into(data, start, end, bitmaps):
+    """:func:`ascii_bitmaps` written into ``bitmaps`` (at least ``bitmap_rows(end - start)`` rows, which
+    it clears first); returns whether every byte is ASCII. Allocates nothing (a call on a word spent
+    more on allocations and reference counts than on its bytes)."""
+    _clear_rows(bitmaps, bitmap_rows(end - start))
     k = 0
     i = start
     while i + 64 <= end:
         masks = ascii_masks(data, i)
         if masks[MASK_NON_ASCII] != 0:
-            return bitmaps, False
+            return False
         _full_row(masks, bitmaps, k)
         i += 64
         k += 1
     non_ascii, _ = _partial_row(data, i, end, bitmaps, k)
-    return bitmaps, non_ascii == 0
+    return non_ascii == 0
 
 
 @njit(cache=True, inline="always")
@@ -149,6 +172,13 @@ def _is_ascii_letter(b):
 
 @njit(cache=True)
 def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
+    """(bitmaps, whether the text may be split over its bytes): :func:`letter_bitmaps_into` into new bitmaps."""
+    bitmaps = np.empty((bitmap_rows(end - start), _ROW), dtype=np.uint64)
+    return bitmaps, letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps)
+
+
+@njit(cache=True, _nrt=False)
+def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
     r"""The bitmaps of :func:`ascii_bitmaps` over the *bytes* of ``data[start:end]`` when every
     non-ASCII character in it is a letter, or for o200k and Tekken a mark that continues a letter
     run, and none is the long s (``(?i:'s)`` folds it): each byte of such a character carries its
@@ -167,8 +197,7 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
     European text with a few accented letters, or Cyrillic and Greek, skips decoding every
     character into class words and their byte offsets (``utf8_classes``). Ill-formed UTF-8 is
     refused too (the general pre-tokenizer defines it)."""
-    n = end - start
-    bitmaps = np.zeros(((n >> 6) + 2, _ROW), dtype=np.uint64)
+    _clear_rows(bitmaps, bitmap_rows(end - start))
     cased = pattern_id == O200K or pattern_id == TEKKEN
     letter_end = both_end = np.int64(-1)  # where the last non-ASCII letter (and the last in both classes) ends
     k = 0
@@ -206,17 +235,17 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
                 high = 0x8F if b0 == 0xF4 else 0xBF
                 cp = b0 & 0x07
             else:
-                return bitmaps, False
+                return False
             if p + length > end:
-                return bitmaps, False
+                return False
             b1 = np.int64(data[p + 1])
             if b1 < low or b1 > high:
-                return bitmaps, False
+                return False
             cp = (cp << 6) | (b1 & 0x3F)
             for q in range(p + 2, p + length):
                 b = np.int64(data[q])
                 if (b & 0xC0) != 0x80:
-                    return bitmaps, False
+                    return False
                 cp = (cp << 6) | (b & 0x3F)
             c = np.int64(stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)])
             # Lm, Lo and marks are in both of o200k's case classes: they split like lower-case letters
@@ -228,13 +257,13 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
                 # and Bengali alternate letters and marks unpredictably)
                 if np.int64((c & F_L) == 0) & np.int64(p != letter_end):
                     if not (p > start and _is_ascii_letter(data[p - 1])):
-                        return bitmaps, False
+                        return False
                 if p + length < end and 65 <= data[p + length] <= 90:
-                    return bitmaps, False
+                    return False
                 upper = False
                 both_end = p + length
             elif (c & F_L) == 0 or cp == 0x17F or (upper and p == both_end):
-                return bitmaps, False
+                return False
             letter_end = p + length
             span = (_ONE << np.uint64(length)) - _ONE
             here = span << np.uint64(j)
@@ -252,10 +281,10 @@ def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
         # every byte of the row above 127 now belongs to a letter (a continuation byte with no lead
         # before it is ill-formed)
         if (non_ascii & ~(bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER])) != 0:
-            return bitmaps, False
+            return False
         i += 64
         k += 1
-    return bitmaps, True
+    return True
 
 
 @njit(cache=True)
@@ -351,11 +380,12 @@ def _valid(n, k):
     return (_ONE << np.uint64(left)) - _ONE
 
 
-@njit(cache=True)
-def _final_whitespace(bitmaps, words):
-    r"""Per word: the ``NR`` whitespace (``\s`` but not ``\r``/``\n``) from which the rest of its run holds
-    no ``[\r\n]`` (where ``\s*[\r\n]+`` leaves a final piece). A backward pass: the run's end decides."""
-    final = np.zeros(words + 1, dtype=np.uint64)
+@njit(cache=True, _nrt=False)
+def _final_whitespace(bitmaps, words, final):
+    r"""Per word, into ``final`` (``words + 1`` words): the ``NR`` whitespace (``\s`` but not ``\r``/``\n``)
+    from which the rest of its run holds no ``[\r\n]`` (where ``\s*[\r\n]+`` leaves a final piece). A
+    backward pass: the run's end decides."""
+    final[words] = _ZERO
     later = _ZERO  # the next word's result
     for k in range(words - 1, -1, -1):
         space = bitmaps[k, B_SPACE]
@@ -364,7 +394,6 @@ def _final_whitespace(bitmaps, words):
         seeds |= plain & (later << _TOP)  # the run goes on into the next word and is final there
         later = _fill_left(seeds, plain)
         final[k] = later
-    return final
 
 
 @njit(cache=True)
@@ -373,19 +402,34 @@ def piece_starts(data, start, n, bitmaps, pattern_id, cls):
     and a zero word after them; position 0 is always set (for n > 0). The positions are bytes of
     the ASCII text ``data[start:start+n]`` (``ascii_bitmaps``; ``cls`` empty), or the ``n``
     characters whose class words are ``cls`` (``class_bitmaps``)."""
+    starts = np.empty(start_words(n), dtype=np.uint64)
+    piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, np.empty(start_words(n), dtype=np.uint64))
+    return starts
+
+
+@njit(cache=True, inline="always")
+def start_words(n):
+    """Words of the start bitmap of ``n`` positions (and of its scratch), the zero word after them included."""
+    return ((n + 63) >> 6) + 1
+
+
+@njit(cache=True, _nrt=False)
+def piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, final):
+    """:func:`piece_starts` written into ``starts`` (at least ``start_words(n)`` words), with ``final`` (as
+    many) as scratch. Allocates nothing."""
     words = (n + 63) >> 6
-    starts = np.zeros(words + 1, dtype=np.uint64)
+    for k in range(words + 1):
+        starts[k] = _ZERO
     if n == 0:
-        return starts
+        return
     if pattern_id == GPT2:
         _starts_gpt2(bitmaps, n, words, starts)
     else:
-        final = _final_whitespace(bitmaps, words)
+        _final_whitespace(bitmaps, words, final)
         _starts_main(bitmaps, n, words, final, pattern_id, starts)
         if pattern_id == CL100K:
             _whitespace_to_end(bitmaps, n, starts)
     _contractions(data, start, n, bitmaps, pattern_id, starts, cls)
-    return starts
 
 
 @njit(cache=True, _nrt=False)
