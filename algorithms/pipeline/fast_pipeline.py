@@ -750,13 +750,24 @@ def _encode_segments(plan, data, start, end, out, n_out, cache, work, n, span):
     return n_out
 
 
+@njit(cache=True, inline="always")
+def _encode_text(plan, data, start, end, out, n_out, cache, work, n, span):
+    """``_encode_segments``, with a text of one segment that splits over its bytes sent straight to
+    ``_encode_segment_bytes``: one call less (the ahead-of-time kernel on a word 945 -> 852 ns)."""
+    if 0 < end - start <= SEGMENT_BYTES:
+        got = _encode_segment_bytes(plan, data, start, end, out, n_out, cache, work, n, span)
+        if got >= 0:
+            return got
+    return _encode_segments(plan, data, start, end, out, n_out, cache, work, n, span)
+
+
 @njit(cache=True, nogil=True)
 def encode_utf8(plan, data, out, cache):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
     the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
     n = data.shape[0]
     span = min(n, SCRATCH_SEGMENT_BYTES)
-    return _encode_segments(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, span), n, span)
+    return _encode_text(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, span), n, span)
 
 
 @njit(cache=True, nogil=True)
@@ -783,7 +794,7 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     n_out = 0
     out_offsets[0] = 0
     for i in range(text_offsets.shape[0] - 1):
-        n_out = _encode_segments(plan, data, text_offsets[i], text_offsets[i + 1], out, n_out, cache, work, n, span)
+        n_out = _encode_text(plan, data, text_offsets[i], text_offsets[i + 1], out, n_out, cache, work, n, span)
         out_offsets[i + 1] = n_out
     return n_out
 
