@@ -629,6 +629,9 @@ def test_segments_too_long_for_the_calls_scratch_or_refused_by_the_byte_split_eq
     for text in texts:
         assert tok.encode_ordinary(text, num_threads=1) == peer.encode_ordinary(text), text[:40]
         assert tok._fused.encode_utf8(text.encode()).tolist() == peer.encode_ordinary(text), text[:40]
+    # a batch runs its texts in one loop that leaves it for such segments and comes back
+    batch = [short, ascii_line, "", refused, short, cyrillic_line, "x", refused, ""]
+    assert tok.encode_ordinary_batch(batch, num_threads=1) == [peer.encode_ordinary(t) for t in batch]
     assert tok.encode_ordinary_batch(texts, num_threads=1) == [peer.encode_ordinary(t) for t in texts]
 
 

@@ -664,17 +664,15 @@ def _scratch(plan, work, n, span):
             work[starts:final].view(np.uint64), work[final:total].view(np.uint64))
 
 
-@njit(cache=True, _nrt=False)
-def _encode_segment_bytes(plan, data, start, end, out, n_out, cache, work, n, span):
+@njit(cache=True, inline="always")
+def _segment_over_bytes(plan, data, start, end, out, n_out, cache, span, chunk_ints, chunk_keys, lanes, parts, ranks,
+                        heap, memo, dead, bitmaps, starts, final):
     """Encode the segment ``data[start:end]`` over its bytes (ASCII, or its other characters letters:
     ``letter_bitmaps``) with bitmaps in the call's scratch; returns the new ``n_out``, or -1 when the
-    segment is longer than the scratch's ``span``, -2 when its characters must be split one by one.
-    Allocates nothing."""
+    segment is longer than the scratch's ``span``, -2 when its characters must be split one by one."""
     length = end - start
     if length > span:
         return np.int64(-1)
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, bitmaps, starts, final = _scratch(plan, work, n,
-                                                                                                     span)
     if not ascii_bitmaps_into(data, start, end, bitmaps):
         if not letter_bitmaps_into(data, start, end, plan.stage1, plan.stage2, plan.pattern_id, bitmaps):
             return np.int64(-2)
@@ -685,9 +683,49 @@ def _encode_segment_bytes(plan, data, start, end, out, n_out, cache, work, n, sp
                            heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
 
 
+@njit(cache=True, _nrt=False)
+def _encode_segment_bytes(plan, data, start, end, out, n_out, cache, work, n, span):
+    """``_segment_over_bytes`` with the views of the call's scratch ``work``. Allocates nothing."""
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, bitmaps, starts, final = _scratch(plan, work, n,
+                                                                                                     span)
+    return _segment_over_bytes(plan, data, start, end, out, n_out, cache, span, chunk_ints, chunk_keys, lanes, parts,
+                               ranks, heap, memo, dead, bitmaps, starts, final)
+
+
+@njit(cache=True, _nrt=False)
+def _encode_over_bytes(plan, data, text_offsets, text, start, out, n_out, out_offsets, cache, work, n, span):
+    """Encode the texts ``data[text_offsets[i]:text_offsets[i+1]]`` from text ``text``'s byte ``start`` on,
+    segment after segment (``_segment_end``), text after text (text ``i``'s ids end at
+    ``out_offsets[i + 1]``), as long as each segment splits over its bytes in the call's scratch
+    (``_segment_over_bytes``). Returns (text, start, n_out, why) where it stopped: ``why`` 0 when every
+    text is done, else -1 or -2 (``_segment_over_bytes``'s reason) for the segment that starts at
+    ``start``, which the caller encodes with ``_encode_segment_general`` before calling again.
+
+    Compiled without reference counts, the scratch's views made once: a batch of one-word texts
+    spent a third of its time on per-text reference counts, reshapes and views before."""
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, bitmaps, starts, final = _scratch(plan, work, n,
+                                                                                                     span)
+    n_texts = text_offsets.shape[0] - 1
+    while text < n_texts:
+        end = text_offsets[text + 1]
+        while start < end:
+            stop = _segment_end(data, start, end)
+            got = _segment_over_bytes(plan, data, start, stop, out, n_out, cache, span, chunk_ints, chunk_keys, lanes,
+                                      parts, ranks, heap, memo, dead, bitmaps, starts, final)
+            if got < 0:
+                return text, start, n_out, got
+            n_out = got
+            start = stop
+        out_offsets[text + 1] = n_out
+        text += 1
+        if text < n_texts:
+            start = text_offsets[text]
+    return text, start, n_out, np.int64(0)
+
+
 @njit(cache=True)
 def _encode_segment_general(plan, data, start, end, out, n_out, cache, work, n, span, by_bytes):
-    """Encode the segment ``data[start:end]`` that ``_encode_segment_bytes`` left: over its bytes with
+    """Encode the segment ``data[start:end]`` that ``_segment_over_bytes`` left: over its bytes with
     bitmaps of its own when ``by_bytes`` (it was too long for the scratch's) and they may split it,
     else over its characters if the pattern can split them that way (any text but o200k's with a
     letter of both case classes right before an upper-case one, ``class_bitmaps``), else with the
@@ -734,12 +772,41 @@ def _segment_end(data, start, end):
     return end
 
 
+@njit(cache=True, inline="always")
+def _encode_texts(plan, data, text_offsets, out, out_offsets, cache, work, n, span):
+    """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]`` into ``out`` (its ids end at
+    ``out_offsets[i + 1]``; ``out_offsets[0]`` is 0); ``work``: the call's scratch for ``n`` bytes and
+    segments of up to ``span``. Returns the number of ids.
+
+    Inlined into the batch's entry point: a function compiled with reference counts increments and
+    decrements each array of the Plan on entry and exit, 60 calls (300 ns), unless the compiler sees
+    them all come from the ahead-of-time module's handle, which has no reference counts."""
+    n_texts = text_offsets.shape[0] - 1
+    out_offsets[0] = 0
+    text = 0
+    start = text_offsets[0] if n_texts > 0 else 0
+    n_out = 0
+    while text < n_texts:
+        text, start, n_out, why = _encode_over_bytes(plan, data, text_offsets, text, start, out, n_out, out_offsets,
+                                                     cache, work, n, span)
+        if why == 0:
+            break
+        end = text_offsets[text + 1]
+        stop = _segment_end(data, start, end)
+        n_out = _encode_segment_general(plan, data, start, stop, out, n_out, cache, work, n, span, why == -1)
+        start = stop
+        if start == end:
+            out_offsets[text + 1] = n_out
+            text += 1
+            if text < n_texts:
+                start = text_offsets[text]
+    return n_out
+
+
 @njit(cache=True)
 def _encode_segments(plan, data, start, end, out, n_out, cache, work, n, span):
     """Encode each segment of ``data[start:end]`` (``_segment_end``) into ``out`` from ``n_out`` on;
-    ``work``: the call's scratch for ``n`` bytes and segments of up to ``span``. It passes four arrays
-    down, not the scratch's dozen: the inlined layers it replaced paid an atomic increment and
-    decrement of a reference count for each array they passed on."""
+    ``work``: the call's scratch for ``n`` bytes and segments of up to ``span``."""
     while start < end:
         stop = _segment_end(data, start, end)
         got = _encode_segment_bytes(plan, data, start, stop, out, n_out, cache, work, n, span)
@@ -750,24 +817,21 @@ def _encode_segments(plan, data, start, end, out, n_out, cache, work, n, span):
     return n_out
 
 
-@njit(cache=True, inline="always")
-def _encode_text(plan, data, start, end, out, n_out, cache, work, n, span):
-    """``_encode_segments``, with a text of one segment that splits over its bytes sent straight to
-    ``_encode_segment_bytes``: one call less (the ahead-of-time kernel on a word 945 -> 852 ns)."""
-    if 0 < end - start <= SEGMENT_BYTES:
-        got = _encode_segment_bytes(plan, data, start, end, out, n_out, cache, work, n, span)
-        if got >= 0:
-            return got
-    return _encode_segments(plan, data, start, end, out, n_out, cache, work, n, span)
-
-
 @njit(cache=True, nogil=True)
 def encode_utf8(plan, data, out, cache):
     """Encode the UTF-8 text ``data`` (uint8) into ``out``; return the number of ids. ``cache`` is
-    the calling thread's piece cache (``new_piece_cache``; 0 slots: none)."""
+    the calling thread's piece cache (``new_piece_cache``; 0 slots: none). A text of one segment that
+    splits over its bytes goes straight to ``_encode_segment_bytes`` (the ahead-of-time kernel on a
+    word 945 -> 852 ns against ``_encode_segments``, a function compiled with reference counts: see
+    ``_encode_texts``)."""
     n = data.shape[0]
     span = min(n, SCRATCH_SEGMENT_BYTES)
-    return _encode_text(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, span), n, span)
+    work = _new_scratch(plan, n, span)
+    if 0 < n <= SEGMENT_BYTES:
+        got = _encode_segment_bytes(plan, data, 0, n, out, 0, cache, work, n, span)
+        if got >= 0:
+            return got
+    return _encode_segments(plan, data, 0, n, out, 0, cache, work, n, span)
 
 
 @njit(cache=True, nogil=True)
@@ -790,13 +854,8 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     n = data.shape[0]
     span = min(n, SCRATCH_SEGMENT_BYTES)
-    work = _new_scratch(plan, n, span)  # one memo for the batch: every text's ids stay in ``out``
-    n_out = 0
-    out_offsets[0] = 0
-    for i in range(text_offsets.shape[0] - 1):
-        n_out = _encode_text(plan, data, text_offsets[i], text_offsets[i + 1], out, n_out, cache, work, n, span)
-        out_offsets[i + 1] = n_out
-    return n_out
+    # one memo for the batch: every text's ids stay in ``out``
+    return _encode_texts(plan, data, text_offsets, out, out_offsets, cache, _new_scratch(plan, n, span), n, span)
 
 
 # ----------------------------------------------------------------------------- stage probe
