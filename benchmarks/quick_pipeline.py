@@ -876,6 +876,7 @@ def table_calls(rounds: int) -> None:
     functions = {"ours encode_ordinary": ours.encode_ordinary, "ours encode": ours.encode,
                  "ours encode_to_numpy": ours.encode_to_numpy}
     usable = {name for name, ok, _ in peer_status(vocab) if ok}
+    encoding = fast = None
     if "tiktoken" in usable:
         encoding = tiktoken_encoding(vocab)
         functions.update({"tiktoken encode_ordinary": encoding.encode_ordinary, "tiktoken encode": encoding.encode})
@@ -906,6 +907,43 @@ def table_calls(rounds: int) -> None:
                 best = min(best, time.perf_counter() - start)
             row.append(best / calls * 1e9)
         print(f"  {name:26s}" + "".join(f"{ns:16,.0f}" for ns in row))
+    table_short_batches(ours, encoding, fast, rounds)
+
+
+#: words per text of the batches of short texts
+BATCH_TEXT_WORDS = (1, 8)
+BATCH_TEXTS = 10_000
+
+
+def table_short_batches(ours, encoding, fast, rounds: int) -> None:
+    """The cost per text of a batch of short texts (a data set of titles or messages encoded in one
+    call): ``BATCH_TEXTS`` different texts of each length in ``BATCH_TEXT_WORDS``, cut from the prose
+    stream's documents; ns per text, best of ``rounds``, one thread (the process is pinned to one CPU)."""
+    from bpebench.benchmarks import protocol
+
+    words = " ".join(protocol.stream("prose").measured).split()
+    functions = {"ours encode_ordinary_batch": lambda texts: ours.encode_ordinary_batch(texts, num_threads=1)}
+    if encoding is not None:
+        functions["tiktoken encode_ordinary_batch"] = lambda texts: encoding.encode_ordinary_batch(texts,
+                                                                                                 num_threads=1)
+    if fast is not None:
+        functions["fastokens encode_batch"] = lambda texts: [e.ids for e in fast.encode_batch(texts)]
+    batches = {f"{n} words": [" ".join(words[i:i + n]) for i in range(0, BATCH_TEXTS * n, n)][:BATCH_TEXTS]
+               for n in BATCH_TEXT_WORDS}
+    print(f"\nbatches of {BATCH_TEXTS:,} short texts, o200k, one CPU: ns per text (best of {rounds})")
+    print(f"  {'':30s}" + "".join(f"{name:>16s}" for name in batches))
+    for name, function in functions.items():
+        row = []
+        for texts in batches.values():
+            if [list(ids) for ids in function(texts)] != ours.encode_ordinary_batch(texts, num_threads=1):
+                raise AssertionError(f"{name} differs from ours")
+            best = float("inf")
+            for _ in range(rounds):
+                start = time.perf_counter()
+                function(texts)
+                best = min(best, time.perf_counter() - start)
+            row.append(best / len(texts) * 1e9)
+        print(f"  {name:30s}" + "".join(f"{ns:16,.0f}" for ns in row))
 
 
 # ----------------------------------------------------------------------------- main
