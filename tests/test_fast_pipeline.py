@@ -571,6 +571,28 @@ def test_flat_batch_of_nothing_and_off_the_fused_path():
     assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == tok.encode_ordinary_batch(texts)
 
 
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 0, 1, 2, 5, 100, 4096]), max_size=14), parts=st.integers(0, 7))
+def test_split_batch_cuts_where_the_running_total_reaches_each_share(sizes, parts):
+    """Contiguous, non-empty groups covering every text, at most ``parts`` of them, each cut right
+    after the first text where the running total reaches the next share (never after the last
+    text): the definition written out as a plain loop."""
+    from bpebench.algorithms.pipeline.parallel import split_batch
+
+    expected, start, running, total = [], 0, 0, sum(sizes)
+    for i, size in enumerate(sizes):
+        running += size
+        if len(expected) < parts - 1 and running * parts >= total * (len(expected) + 1) and i + 1 < len(sizes):
+            expected.append((start, i + 1))
+            start = i + 1
+    if start < len(sizes):
+        expected.append((start, len(sizes)))
+    groups = split_batch(sizes, parts)
+    assert groups == expected
+    assert [i for a, b in groups for i in range(a, b)] == list(range(len(sizes)))
+    assert all(a < b for a, b in groups) and len(groups) <= max(parts, 1)
+
+
 def test_cut_text_cuts_only_before_a_letter_after_a_line_feed():
     from bpebench.algorithms.pipeline.parallel import cut_text
 

@@ -32,6 +32,7 @@ two threads gave at most about 1.75x. With several parts handed out in turn
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import threading
@@ -126,22 +127,31 @@ def _shared_pool(workers: int) -> ThreadPoolExecutor:
 
 def split_batch(sizes: Sequence[int], parts: int) -> list[tuple[int, int]]:
     """``(start, end)`` index ranges cutting ``sizes`` into at most ``parts`` contiguous groups of
-    about equal total size (none empty).
+    about equal total size (none empty): group ``k`` ends right after the first text at which the
+    running total reaches ``k / parts`` of the whole, unless that is the last text. The running
+    totals are summed in C and each cut found by bisection (a loop over the sizes in Python cost a
+    batch of one-word texts 150 ns a text).
 
     >>> split_batch([5, 5, 5, 5], 2)
     [(0, 2), (2, 4)]
     """
-    total = sum(sizes)
+    n = len(sizes)
+    if n == 0:
+        return []
+    if parts <= 1:
+        return [(0, n)]
+    running = list(itertools.accumulate(sizes))
+    total = running[-1]
     groups: list[tuple[int, int]] = []
     start = 0
-    running = 0
-    for i, size in enumerate(sizes):
-        running += size
-        if len(groups) < parts - 1 and running * parts >= total * (len(groups) + 1) and i + 1 < len(sizes):
-            groups.append((start, i + 1))
-            start = i + 1
-    if start < len(sizes):
-        groups.append((start, len(sizes)))
+    for k in range(1, parts):
+        # the first text from ``start`` on where running * parts >= total * k
+        i = bisect.bisect_left(running, -(-total * k // parts), start)
+        if i + 1 >= n:
+            break
+        groups.append((start, i + 1))
+        start = i + 1
+    groups.append((start, n))
     return groups
 
 
