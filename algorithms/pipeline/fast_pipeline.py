@@ -723,6 +723,16 @@ def _encode_over_bytes(plan, data, text_offsets, text, start, out, n_out, out_of
     return text, start, n_out, np.int64(0)
 
 
+@njit(cache=True, inline="always")
+def _byte_bitmaps(plan, data, start, end):
+    """(new bitmaps over the bytes of ``data[start:end]``, whether the split may use them): ASCII
+    text, or text whose other characters are letters (``letter_bitmaps``)."""
+    bitmaps, over_bytes = ascii_bitmaps(data, start, end)
+    if not over_bytes:
+        bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+    return bitmaps, over_bytes
+
+
 @njit(cache=True)
 def _encode_segment_general(plan, data, start, end, out, n_out, cache, work, n, span, by_bytes):
     """Encode the segment ``data[start:end]`` that ``_segment_over_bytes`` left: over its bytes with
@@ -735,9 +745,7 @@ def _encode_segment_general(plan, data, start, end, out, n_out, cache, work, n, 
     # types as read-only): one compiled copy of the loop instead of one per combination
     no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
     if by_bytes:
-        bitmaps, over_bytes = ascii_bitmaps(data, start, end)
-        if not over_bytes:
-            bitmaps, over_bytes = letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+        bitmaps, over_bytes = _byte_bitmaps(plan, data, start, end)
         if over_bytes:
             starts = piece_starts(data, start, end - start, bitmaps, plan.pattern_id, no_classes)
             return _encode_chunked(plan, data, start, end, starts, no_offsets, no_classes, no_ends, dead, memo, parts,
@@ -866,9 +874,7 @@ def probe_stages(plan, data, stop, out):
     looks every piece up as one whole token in the chunked loop (pieces of several tokens are
     left out). Returns a checksum so that no stage is optimised away."""
     n = data.shape[0]
-    bitmaps, over_bytes = ascii_bitmaps(data, 0, n)
-    if not over_bytes:
-        bitmaps, over_bytes = letter_bitmaps(data, 0, n, plan.stage1, plan.stage2, plan.pattern_id)
+    bitmaps, over_bytes = _byte_bitmaps(plan, data, 0, n)
     work = _new_scratch(plan, n, 0)
     chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, 0)
     starts, offsets, cls, no_ends = _empty_sources(chunk_ints, chunk_keys)

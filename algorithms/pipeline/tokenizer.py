@@ -39,7 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
-from .text_bytes import utf8, valid_text  # noqa: F401 - part of this module's surface
+from .text_bytes import utf8, utf8_all, valid_text  # noqa: F401 - part of this module's surface
 from .parallel import MIN_PARALLEL_BYTES, cut_spans, part_count, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
@@ -103,16 +103,6 @@ class _ComponentPieces:
 
     def split(self, text: str) -> list[str]:
         return [p.text for p in self._pipeline.pieces(text, _carve_none) if p.token is None]
-
-
-
-def _utf8_all(texts: list[str]) -> list[bytes]:
-    """``[utf8(t) for t in texts]``, with ``str.encode`` in the comprehension while no text holds a lone
-    surrogate (a batch of one-word texts spent 70 ns a text in the calls, 27 this way)."""
-    try:
-        return [text.encode("utf-8") for text in texts]
-    except UnicodeEncodeError:
-        return [utf8(text) for text in texts]
 
 
 class Tokenizer:
@@ -571,7 +561,7 @@ class Tokenizer:
     def _batch_groups(self, texts: list[str], num_threads: int | None, encode_group) -> tuple[list, list]:
         """(the groups' index ranges, ``encode_group(utf8 texts of the group)`` for each): the batch cut
         into contiguous groups of about equal bytes, a few per thread, run on the threads."""
-        data = _utf8_all(texts) if self._direct else [utf8(self._normalize(text)) for text in texts]
+        data = utf8_all(texts) if self._direct else [utf8(self._normalize(text)) for text in texts]
         sizes = [len(d) for d in data]
         threads = thread_count(num_threads) if sum(sizes) >= MIN_PARALLEL_BYTES else 1
         groups = split_batch(sizes, part_count(sum(sizes), threads))
