@@ -457,7 +457,12 @@ def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
 # ============================================================================= the piece cache
 #: words that recur across texts, so a small cache sees hits, collisions and replaced rows
 RECURRING = st.sampled_from(["naïve", " Straße", " значение", " ประเทศ", " 東京都", "ing", " the", "'re",
-                             " déjà", " αβγδ", "1234", " \u0661\u0662", " übermäßig", " données"])
+                             " déjà", " αβγδ", "1234", " \u0661\u0662", " übermäßig", " données",
+                             # 25 to 31 bytes (keys of four words; the two ``переписывающ`` words share
+                             # their first 24 bytes and their length), 8 ids in cl100k, too many ids, 32 bytes
+                             " конструкциями", " übermäßigübermäßig", " переписывающими", " переписывающего",
+                             " ধনপফবভম",
+                             " ঘঙচছজঝঞটঠ", "αβγδεζηθικλμνξοπ"])
 cached_texts = st.lists(st.lists(RECURRING | texts, max_size=8).map("".join), min_size=1, max_size=12)
 
 
@@ -476,6 +481,22 @@ def test_cached_ids_equal_uncached_ids(name, batch, slots):
         assert cached.encode_ordinary(text) == expected
         assert cached.encode_to_numpy(text, disallowed_special=()).tolist() == expected
     assert cached.encode_ordinary_batch(batch) == [reference(name).encode_ordinary(t) for t in batch]
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_a_cache_row_tells_apart_pieces_that_differ_only_past_their_24th_byte(name):
+    """Two 31-byte words with the same first 24 bytes, and words of 25 to 32 bytes and of 8 and more
+    ids, through a cache of one row (each replaces the other) and of many: the reference's ids."""
+    vocab = load_vocabulary(name)
+    words = [" переписывающими", " переписывающего", " übermäßigübermäßig", " ঘঙচছজঝঞটঠ", "αβγδεζηθικλμνξοπ"]
+    text = "".join(words[i % len(words)] + words[(3 * i) % len(words)] for i in range(12))
+    expected = reference(name).encode_ordinary(text)
+    for slots in (1, 1024):
+        cached = Tokenizer(vocab, piece_cache=slots)
+        for _ in range(3):
+            assert cached.encode_ordinary(text) == expected
+            assert cached.encode_to_numpy(text, disallowed_special=()).tolist() == expected
+        assert cached.piece_cache_stats()["hits"] > 0
 
 
 def test_piece_cache_counts_hits_and_is_bounded():

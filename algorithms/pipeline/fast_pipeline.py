@@ -43,8 +43,8 @@ differs from BPE for tokens BPE cannot produce; when the vocabulary has such
 tokens every piece is first looked up in the bytes table.
 
 The piece cache (``new_piece_cache``) keeps, across calls, the ids of multi-token pieces
-of up to 24 bytes and 8 ids: a direct-mapped table of 64-byte rows (the piece's bytes as
-three words, its length and count, its ids), one per thread (the kernel writes it, so no
+of up to 31 bytes and 8 ids: a direct-mapped table of 64-byte rows (the piece's bytes as
+four words, the last one also holding its length and count, its ids), one per thread (the kernel writes it, so no
 two threads share one), 32,768 rows (2 MiB) by default. A row is used only when every key
 word and the length match, so a hit is the piece's own encoding (BPE of a piece depends on
 its bytes alone): exact by construction, and a collision only replaces a row. On unseen
@@ -230,17 +230,28 @@ def _memo_find(memo, slot, key, data, start, end):
 
 
 # ----------------------------------------------------------------------------- the piece cache
-#: pieces of at most this many bytes (three packed words) are kept in the piece cache
-CACHE_MAX_BYTES = 24
+#: pieces of at most this many bytes are kept in the piece cache: four packed words, the last one's
+#: top byte left for the length and the count. (24 bytes kept words of 12 Cyrillic or Greek letters
+#: and a space out: 4% of the Cyrillic pieces of the multilingual stream, 9% of its bytes, sent to
+#: backtracking again at every repeat.)
+CACHE_MAX_BYTES = 31
 #: and at most this many ids (two per int64 word)
 CACHE_MAX_IDS = 8
-#: a cache row: 3 key words, meta (length | count << 8), 4 words of packed ids = one 64-byte line
+#: words of a piece's key (``_cache_key``)
+KEY_WORDS = 4
+#: a cache row: 4 key words (the fourth holding bytes 24-30, the length in bits 56-60 and the count
+#: of ids minus one in bits 61-63), 4 words of packed ids = one 64-byte line
 CACHE_ROW = 8
 #: the counters row (the cache's last row): hits, misses, pieces looked up
 CACHE_HITS, CACHE_MISSES, CACHE_LOOKUPS = 0, 1, 2
 _CACHE_M0 = np.uint64(0x9E3779B97F4A7C15)
 _CACHE_M1 = np.uint64(0xD6E8FEB86659FD93)
 _CACHE_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_CACHE_M3 = np.uint64(0x165667B19E3779F9)
+_LENGTH_SHIFT = np.uint64(56)
+_COUNT_SHIFT = np.uint64(61)
+#: the key bits of a row's fourth word (the count's bits cleared)
+_TAIL_KEY = ~(np.uint64(7) << _COUNT_SHIFT)
 
 
 def new_piece_cache(slots: int) -> np.ndarray:
@@ -262,35 +273,42 @@ def _pack_word(data, start, end):
 
 @njit(cache=True, inline="always")
 def _cache_key(data, start, end):
-    """The piece ``data[start:end]`` (at most ``CACHE_MAX_BYTES``) as three packed words."""
+    """The piece ``data[start:end]`` (at most ``CACHE_MAX_BYTES``) as four packed words."""
     w0 = _pack_word(data, start, min(end, start + 8))
     w1 = _pack_word(data, start + 8, min(end, start + 16))
-    w2 = _pack_word(data, start + 16, end)
-    return w0, w1, w2
+    w2 = _pack_word(data, start + 16, min(end, start + 24))
+    w3 = _pack_word(data, start + 24, end)
+    return w0, w1, w2, w3
 
 
 @njit(cache=True, inline="always")
-def _cache_slot(w0, w1, w2, length, mask):
-    mixed = (w0 * _CACHE_M0) ^ ((w1 ^ np.uint64(length)) * _CACHE_M1) ^ (w2 * _CACHE_M2)
+def _cache_slot(w0, w1, w2, w3, length, mask):
+    mixed = (w0 * _CACHE_M0) ^ ((w1 ^ np.uint64(length)) * _CACHE_M1) ^ (w2 * _CACHE_M2) ^ (w3 * _CACHE_M3)
     return np.int64(mixed >> np.uint64(40)) & mask
 
 
 @njit(cache=True, inline="always")
-def _cache_holds(cache, slot, w0, w1, w2, length):
+def _cache_tail(w3, length):
+    """A row's fourth word without its count: the piece's bytes 24-30 and its length."""
+    return w3 | (np.uint64(length) << _LENGTH_SHIFT)
+
+
+@njit(cache=True, inline="always")
+def _cache_holds(cache, slot, w0, w1, w2, w3, length):
     """Whether the piece's row holds its ids (``_cache_get`` would hit)."""
-    return ((cache[slot, 3] & 0xFF) == length and np.uint64(cache[slot, 0]) == w0
+    return ((np.uint64(cache[slot, 3]) & _TAIL_KEY) == _cache_tail(w3, length) and np.uint64(cache[slot, 0]) == w0
             and np.uint64(cache[slot, 1]) == w1 and np.uint64(cache[slot, 2]) == w2)
 
 
 @njit(cache=True, inline="always")
-def _cache_get(cache, slot, w0, w1, w2, length, out, n_out):
+def _cache_get(cache, slot, w0, w1, w2, w3, length, out, n_out):
     """Append the cached ids of the piece to ``out`` and return their count, or -1 on a miss.
 
     A row is only used when all its key words and the length match, so a hit is the piece's
     own encoding (BPE of a piece depends on its bytes alone)."""
-    if not _cache_holds(cache, slot, w0, w1, w2, length):
+    if not _cache_holds(cache, slot, w0, w1, w2, w3, length):
         return -1
-    count = (cache[slot, 3] >> 8) & 0xFF
+    count = np.int64(np.uint64(cache[slot, 3]) >> _COUNT_SHIFT) + 1
     for i in range(count):
         word = cache[slot, 4 + (i >> 1)]
         out[n_out + i] = (word >> (32 * (i & 1))) & 0xFFFFFFFF
@@ -298,8 +316,9 @@ def _cache_get(cache, slot, w0, w1, w2, length, out, n_out):
 
 
 @njit(cache=True, inline="always")
-def _cache_put(cache, slot, w0, w1, w2, length, out, first, count):
-    """Keep the ids ``out[first:first+count]`` of the piece in its row (replacing what was there)."""
+def _cache_put(cache, slot, w0, w1, w2, w3, length, out, first, count):
+    """Keep the ids ``out[first:first+count]`` (1 to ``CACHE_MAX_IDS``) of the piece in its row
+    (replacing what was there)."""
     cache[slot, 3] = 0  # a reader on this thread only; cleared first so a half-written row never matches
     cache[slot, 0] = np.int64(w0)
     cache[slot, 1] = np.int64(w1)
@@ -308,7 +327,7 @@ def _cache_put(cache, slot, w0, w1, w2, length, out, first, count):
         low = np.int64(out[first + 2 * k]) if 2 * k < count else 0
         high = np.int64(out[first + 2 * k + 1]) if 2 * k + 1 < count else 0
         cache[slot, 4 + k] = low | (high << 32)
-    cache[slot, 3] = length | (count << 8)
+    cache[slot, 3] = np.int64(_cache_tail(w3, length) | (np.uint64(count - 1) << _COUNT_SHIFT))
 
 
 @njit(cache=True, inline="always")
@@ -340,24 +359,25 @@ def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of
 
 @njit(cache=True, inline="always")
 def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
-                    data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache, w0, w1, w2):
+                    data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache, w0, w1, w2,
+                    w3):
     """Append the ids of a piece that is not one token; returns (new n_out, 1 if the piece cache was
-    looked up, 1 if it held the piece). ``w0``, ``w1``, ``w2``: the piece as ``_cache_key`` packs it
+    looked up, 1 if it held the piece). ``w0`` to ``w3``: the piece as ``_cache_key`` packs it
     when it has at most ``CACHE_MAX_BYTES`` bytes (the chunk's phase one packed them already)."""
     length = piece_end - piece_start
     cache_slots = cache.shape[0] - 1
     if cache_slots > 0 and length <= CACHE_MAX_BYTES:
         # natural text repeats such pieces across documents as well as within one, and a repeat
         # costs one probe and a copy instead of BPE
-        cache_slot = _cache_slot(w0, w1, w2, length, cache_slots - 1)
-        count = _cache_get(cache, cache_slot, w0, w1, w2, length, out, n_out)
+        cache_slot = _cache_slot(w0, w1, w2, w3, length, cache_slots - 1)
+        count = _cache_get(cache, cache_slot, w0, w1, w2, w3, length, out, n_out)
         if count >= 0:
             return n_out + count, 1, 1
         first = n_out
         n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
                            short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
         if n_out - first <= CACHE_MAX_IDS:
-            _cache_put(cache, cache_slot, w0, w1, w2, length, out, first, n_out - first)
+            _cache_put(cache, cache_slot, w0, w1, w2, w3, length, out, first, n_out - first)
         return n_out, 1, 0
     if length > _MEMO_MAX_PIECE:
         # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
@@ -416,8 +436,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     pre-tokenizer over ``cls`` (the class words of the text's characters). ``parts`` and ``ranks``
     are the merge loop's scratch (``short_limit`` slots), ``heap`` the long pieces' when merges run
     out of priority order (:class:`HeapScratch`); ``chunk_ints`` (int64[WINDOW, 3]: end, probe slot then token or
-    -2 - lane, and the list of pieces that may take a lane) and ``chunk_keys`` (uint64[WINDOW, 3]:
-    a piece of at most 24 bytes packed in three words, the whole-token tables' key and the piece
+    -2 - lane, and the list of pieces that may take a lane) and ``chunk_keys`` (uint64[WINDOW, 4]:
+    a piece of at most 32 bytes packed in four words, the whole-token tables' key and the piece
     cache's) the window's. ``lookup_only`` (the benchmark's stage probe) leaves out the pieces of
     several tokens.
 
@@ -498,21 +518,24 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     chunk_keys[m, 0] = low
                     chunk_keys[m, 1] = high
                     chunk_keys[m, 2] = 0
+                    chunk_keys[m, 3] = 0
                     chunk_ints[m, 1] = slot
                 elif length <= LONG_TOKEN_BYTES and not whole_piece:
                     w0, w1, w2, w3 = long_words(data, s, e)
                     slot = long_slot(w0, w1, w2, w3, length, long_mask)
                     prefetch(long_tokens, slot * 5)
                     chunk_ints[m, 1] = slot
-                    # the piece cache's key (pieces of up to CACHE_MAX_BYTES = 24 bytes: w3 is 0)
+                    # the piece cache's key too (up to CACHE_MAX_BYTES)
                     chunk_keys[m, 0] = w0
                     chunk_keys[m, 1] = w1
                     chunk_keys[m, 2] = w2
+                    chunk_keys[m, 3] = w3
                 elif length <= CACHE_MAX_BYTES:  # whole-piece lookup: the cache's key all the same
-                    w0, w1, w2 = _cache_key(data, s, e)
+                    w0, w1, w2, w3 = _cache_key(data, s, e)
                     chunk_keys[m, 0] = w0
                     chunk_keys[m, 1] = w1
                     chunk_keys[m, 2] = w2
+                    chunk_keys[m, 3] = w3
                 s = e
                 m += 1
             # the whole-token probes; a piece of several tokens has its piece-cache row fetched meanwhile
@@ -532,7 +555,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     token = spelled_token(forward, two_byte_start, data, s, e)
                 chunk_ints[i, 1] = token
                 if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
-                    prefetch(cache, _cache_slot(chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], length,
+                    prefetch(cache, _cache_slot(chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], chunk_keys[i, 3],
+                                                length,
                                                 cache_slots - 1) * CACHE_ROW)
                     if length <= lane_limit:
                         chunk_ints[n_candidates, 2] = i
@@ -546,14 +570,14 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
             e = chunk_ints[i, 0]
             s = chunk_ints[i - 1, 0] if i > 0 else piece_start
             length = e - s
-            w0, w1, w2 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2]
-            if _cache_holds(cache, _cache_slot(w0, w1, w2, length, cache_slots - 1), w0, w1, w2, length):
+            w0, w1, w2, w3 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], chunk_keys[i, 3]
+            if _cache_holds(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1), w0, w1, w2, w3, length):
                 continue
             lane = 0
             while lane < n_lanes:  # the same new word twice in a window takes one lane
                 seen = lanes[lane, TAG]
                 if (lanes[lane, END] - lanes[lane, START] == length and chunk_keys[seen, 0] == w0
-                        and chunk_keys[seen, 1] == w1 and chunk_keys[seen, 2] == w2):
+                        and chunk_keys[seen, 1] == w1 and chunk_keys[seen, 2] == w2 and chunk_keys[seen, 3] == w3):
                     break
                 lane += 1
             if lane == LANES:
@@ -580,15 +604,17 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 if lanes[-2 - token, TAG] != i:
                     hits += 1  # the word again in the window: as good as a hit
                 elif n_out - first <= CACHE_MAX_IDS:
-                    w0, w1, w2 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2]
+                    w0, w1, w2, w3 = chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2], chunk_keys[i, 3]
                     length = piece_end - piece_start
-                    _cache_put(cache, _cache_slot(w0, w1, w2, length, cache_slots - 1), w0, w1, w2, length, out, first,
+                    _cache_put(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1), w0, w1, w2, w3, length,
+                               out, first,
                                n_out - first)
             elif not lookup_only:
                 n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
                                                         token_of_rank, token_offset, short_limit, data, piece_start,
                                                         piece_end, dead, memo, parts, ranks, heap, out, n_out, cache,
-                                                        chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2])
+                                                        chunk_keys[i, 0], chunk_keys[i, 1], chunk_keys[i, 2],
+                                                        chunk_keys[i, 3])
                 lookups += looked_up
                 hits += hit
             piece_start = piece_end
@@ -616,7 +642,7 @@ def _scratch_layout(plan, n, span):
     heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
     chunk_ints = LANES * LANE_COLUMNS
     chunk_keys = chunk_ints + 3 * WINDOW
-    ranks = chunk_keys + 3 * WINDOW
+    ranks = chunk_keys + KEY_WORDS * WINDOW
     parts = ranks + size
     memo = parts + ((size + 1) >> 1)
     dead = memo + 4 * _memo_slots(n)
@@ -645,7 +671,7 @@ def _new_scratch(plan, n, span):
 @njit(cache=True, inline="always")
 def _scratch(plan, work, n, span):
     """Views of ``work`` (``_new_scratch(plan, n, span)``): (chunk_ints int64[WINDOW, 3], chunk_keys
-    uint64[WINDOW, 3], the interleaved merge loop's lanes, the merge loop's parts int32 and ranks
+    uint64[WINDOW, KEY_WORDS], the interleaved merge loop's lanes, the merge loop's parts int32 and ranks
     int64 of ``short_limit`` slots, the heap's :class:`HeapScratch` (empty arrays when merges run in
     order: ``queue`` empty means backtracking), the memo (slots, 4), dead uint8[n + 1], bitmaps,
     start words, their scratch). Views only: free in the kernels compiled without reference counts."""
@@ -656,7 +682,7 @@ def _scratch(plan, work, n, span):
     heap = HeapScratch(plan.live_pair_keys, plan.live_pair_vals, work[token:prev].view(np.int32)[:heap_n],
                        work[prev:queue].view(np.int32)[:heap_n], work[queue:bitmaps])
     return (work[chunk_ints:chunk_keys].reshape((WINDOW, 3)),
-            work[chunk_keys:ranks].view(np.uint64).reshape((WINDOW, 3)),
+            work[chunk_keys:ranks].view(np.uint64).reshape((WINDOW, KEY_WORDS)),
             work[:chunk_ints].reshape((LANES, LANE_COLUMNS)),
             work[parts:memo].view(np.int32)[:size], work[ranks:parts], heap,
             work[memo:dead].reshape(((dead - memo) >> 2, 4)), work[dead:token].view(np.uint8)[:n + 1],
@@ -957,11 +983,12 @@ class FusedPipeline:
     #: faults (1,400 per call on 1 MB of code). Per thread: one buffer shared by threads gave
     #: other threads' ids when the interpreter switched threads between the kernel and the copy.
     REUSE_MAX = 1 << 20
-    #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop, longer ones
-    #: backtracking (unseen text, 2026-11-27: backtracking took 9-12 ns a byte on multilingual pieces
-    #: of 17-32 bytes, the merge loop 11-26; 16 against 32 was 1.0-1.2x on multilingual text and
-    #: level on prose and code)
-    SHORT_PIECE = 16
+    #: pieces up to this many bytes (and not one token) run ``short_piece``'s merge loop, or take a lane
+    #: of the interleaved one, longer ones backtracking. Unseen multilingual text, first pass over each
+    #: document: 24 against 16 was 1.10-1.17x on Cyrillic, Arabic and Bengali words of 17-24 bytes
+    #: (their merges' table misses overlap in the lanes; backtracking's trie walk waits on each row),
+    #: level on CJK and kana; 32 lost 1.2-1.3x on CJK and kana (the loop is O(L^2))
+    SHORT_PIECE = 24
     #: the same when merges run out of priority order: the heap's loop beyond it is slower than
     #: backtracking (about 40 ns a byte), so the merge loop keeps pieces up to 32 bytes
     SHORT_PIECE_OUT_OF_ORDER = 32
