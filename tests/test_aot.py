@@ -360,6 +360,23 @@ CALLEE = "from .jit import njit\n\n\n@njit(cache=True)\ndef value():\n    return
 CALLER = "from .jit import njit\nfrom .zz_callee import value\n\n\n@njit(cache=True)\ndef call():\n    return value()\n"
 
 
+def test_the_build_key_covers_every_compiled_module_the_kernel_imports():
+    """Editing a module whose compiled functions end up in the module must change the build key,
+    else a stale module would keep running the old code: every module of the package that the
+    fused pipeline imports and that defines numba functions is one of ``KEY_SOURCES``."""
+    code = ("import sys, os, bpebench.algorithms.pipeline.fast_pipeline as fp\n"
+            "root = os.path.dirname(os.path.dirname(fp.__file__))\n"
+            "for name, module in sorted(sys.modules.items()):\n"
+            "    path = getattr(module, '__file__', None)\n"
+            "    if name.startswith('bpebench.algorithms.') and path and 'njit(' in open(path).read():\n"
+            "        print(os.path.relpath(path, root).replace(os.sep, '/'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    compiled = set(done.stdout.split())
+    assert {"pipeline/fast_pipeline.py", "backtracking.py", "kernels/interleaved_merge.py"} <= compiled
+    assert compiled <= set(aot.KEY_SOURCES), compiled - set(aot.KEY_SOURCES)
+
+
 def test_disk_cache_is_stale_once_a_callee_module_changes(tmp_path):
     """A cached kernel calling into another module: after editing only the callee, numba's
     own stamp (the caller's file) still matches, yet the result must be the new one."""
