@@ -318,6 +318,47 @@ def test_packed_compatibility_equals_compiled(vocab_name):
 
 
 @pytest.mark.parametrize("vocab_name", ["o200k_base", "cl100k_base"])
+def test_boundary_floors_and_their_shortcut_agree_with_the_merges(vocab_name):
+    """``rows[:, 6:8]`` (``_boundary_floors``) recomputed from the merge list by brute force on a sample
+    of tokens, and ``safe_boundary``'s shortcut (only a merge of the two whole tokens can break the
+    pair) equal to the compiled compatibility walk on every pair of multi-byte tokens it accepts."""
+    from bpebench.algorithms.kernels.matching import NO_FLOOR, merge_rank, safe_boundary
+
+    vocab = load_vocabulary(vocab_name)
+    tables = compile_vocabulary(vocab)
+    m = build_matcher(vocab)
+    rows, tokens = m.rows, vocab.tokens
+    merged = np.flatnonzero(tables.split_left >= 0)
+    lefts, rights, ranks = tables.split_left[merged], tables.split_right[merged], rows[merged, 0]
+    lead_right = np.array([tokens[r][0] >= 0xC2 for r in rights])
+    continuation_left = np.array([tokens[left][-1] & 0xC0 == 0x80 for left in lefts])
+
+    def spine(t, side):
+        parts = []
+        while tables.split_left[t] >= 0:
+            t = int(tables.split_right[t] if side == "right" else tables.split_left[t])
+            parts.append(t)
+        return parts
+
+    rng = random.Random(3)
+    multi_byte = [t for t in range(len(tokens)) if len(tokens[t]) > 1 and tokens[t][0] >= 0xC2
+                  and tables.priority[t] < 2**62]
+    for t in rng.sample(multi_byte, 300):
+        right = [ranks[(lefts == x) & lead_right] for x in spine(t, "right")]
+        left = [ranks[(rights == y) & continuation_left] for y in spine(t, "left")]
+        assert rows[t, 6] == min((int(r.min()) for r in right if len(r)), default=int(NO_FLOOR)), t
+        assert rows[t, 7] == min((int(r.min()) for r in left if len(r)), default=int(NO_FLOOR)), t
+    ends = [t for t in multi_byte if tokens[t][-1] & 0xC0 == 0x80]
+    accepted = 0
+    for _ in range(20000):
+        a, b = rng.choice(ends), rng.choice(multi_byte)
+        if safe_boundary(rows, a, b, tokens[a][-1], tokens[b][0]):
+            accepted += 1
+            assert (merge_rank(m.pairs, m.pair_filter, a, b) < 0) == is_compatible(tables, a, b), (a, b)
+    assert accepted > 300
+
+
+@pytest.mark.parametrize("vocab_name", ["o200k_base", "cl100k_base"])
 def test_compatibility_after_a_longest_match_equals_compiled(vocab_name):
     """``compatible_after`` skips the steps whose left side is ``a`` itself when ``a`` is the longest
     token at the start of ``a b``: same answer as the compiled walk on every such pair tried, the

@@ -101,7 +101,7 @@ class Matcher(NamedTuple):
     next_suffix: np.ndarray  # int32[n_tokens]
     max_token_len: int
     rows: np.ndarray  # int32[n_tokens, 8]: priority rank, split_left, split_right, token_len,
-    #                   next_prefix, next_suffix, 0, 0 (see ``_pack_merges``)
+    #                   next_prefix, next_suffix, right and left boundary floors (``_boundary_floors``)
     pairs: np.ndarray  # int64[cap]: (left << 42 | right << 21 | rank of the merge's priority), -1 empty
     pair_filter: np.ndarray  # uint64[2**16]: a 4-Mbit one-hash filter of the pairs that merge
     two_byte_start: np.ndarray  # int32[65536, 4]: see ``two_byte_start``
@@ -585,7 +585,52 @@ def _pack_merges(tables, next_prefix: np.ndarray, next_suffix: np.ndarray) -> tu
     rows[:, 3] = tables.token_len
     rows[:, 4] = next_prefix
     rows[:, 5] = next_suffix
-    return rows, _fill_pairs(tables.split_left, tables.split_right, rank.astype(np.int64), _pairs_capacity(n))
+    pairs = _fill_pairs(tables.split_left, tables.split_right, rank.astype(np.int64), _pairs_capacity(n))
+    _boundary_floors(rows, pairs, tables.token_bytes, tables.token_start)
+    return rows, pairs
+
+
+#: a boundary floor when no merge bounds it
+NO_FLOOR = np.int32(np.iinfo(np.int32).max)
+
+
+@njit(cache=True)
+def _boundary_floors(rows, pairs, token_bytes, token_start):
+    """Columns 6 and 7 of ``rows``, for the compatibility test's shortcut (``safe_boundary``):
+
+    * ``rows[t, 6]``: the lowest rank of a merge whose left part is a part of ``t``'s right spine
+      (``split_right``, its ``split_right``, ... down to the last byte; ``t`` itself excluded) and
+      whose right part starts with a byte of 0xC2 or above (a lead byte);
+    * ``rows[t, 7]``: the lowest rank of a merge whose right part is a part of ``t``'s left spine and
+      whose left part ends with a continuation byte (0x80-0xBF).
+
+    ``NO_FLOOR`` when there is none. O(merges + tokens x spine depth)."""
+    n = rows.shape[0]
+    lead_after = np.full(n, NO_FLOOR, dtype=np.int32)  # lowest merge (x, y): y starts with a lead byte
+    continuation_before = np.full(n, NO_FLOOR, dtype=np.int32)  # lowest merge (x, y): x ends with 0x80-0xBF
+    for entry in pairs:
+        if entry < 0:
+            continue
+        left = entry >> (2 * _ID_BITS)
+        right = (entry >> _ID_BITS) & _ID_MASK
+        rank = np.int32(entry & _ID_MASK)
+        if token_start[right + 1] > token_start[right] and token_bytes[token_start[right]] >= 0xC2:
+            lead_after[left] = min(lead_after[left], rank)
+        if token_start[left + 1] > token_start[left] and (token_bytes[token_start[left + 1] - 1] & 0xC0) == 0x80:
+            continuation_before[right] = min(continuation_before[right], rank)
+    for t in range(n):
+        floor = NO_FLOOR
+        part = rows[t, 2]
+        while part >= 0:
+            floor = min(floor, lead_after[part])
+            part = rows[part, 2]
+        rows[t, 6] = floor
+        floor = NO_FLOOR
+        part = rows[t, 1]
+        while part >= 0:
+            floor = min(floor, continuation_before[part])
+            part = rows[part, 1]
+        rows[t, 7] = floor
 
 
 def _pairs_capacity(n: int) -> int:
@@ -629,6 +674,25 @@ def prefetch_merge_rank(pairs, pair_filter, left, right):
     key = (np.int64(left) << _ID_BITS) | np.int64(right)
     prefetch(pair_filter, _filter_bit(key) >> 6)
     prefetch(pairs, _pair_slot(key, len(pairs) - 1))
+
+
+@njit(cache=True, inline="always")
+def safe_boundary(rows, a, b, a_last_byte, b_first_byte):
+    """A sufficient condition for ``a b`` to be compatible except for a merge of ``a`` with ``b`` itself,
+    read from the two rows alone (no merge table): ``a`` ends with a continuation byte, ``b`` starts
+    with a lead byte, and no part of ``a``'s right spine meets a token starting with a lead byte, nor
+    any part of ``b``'s left spine a token ending with a continuation byte, by a merge ranked below
+    the token's own (``_boundary_floors``).
+
+    Why that suffices: BPE of the pair's bytes merges ranks in increasing order (merges in priority
+    order), and the merges that build ``a`` rank at most ``rank(a)``; a merge joining a part of ``a``
+    (not ``a`` itself) with anything to its right must run before ``a`` is complete, so below
+    ``rank(a)``, and the floor rules that out (likewise for ``b``). Left: ``a`` and ``b`` whole, which
+    then merge exactly when ``merge_rank(a, b) >= 0``. Between characters of CJK text this holds for
+    most pairs, and the compatibility walk's random reads of the merge tables (cache misses on text
+    never seen before) are skipped."""
+    return ((a_last_byte & 0xC0) == 0x80 and b_first_byte >= 0xC2 and rows[a, 6] > rows[a, 0]
+            and rows[b, 7] > rows[b, 0])
 
 
 @njit(cache=True, inline="always")  # a call per candidate with five arrays costs more than the walk
