@@ -339,6 +339,8 @@ def _rebuild(prefix: str, types: dict, arrays: dict, scalars: dict):
 
 def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
     """The invariants the kernels rely on (they do not bounds-check)."""
+    from ..kernels.matching import FLOOR_BITS
+
     n = len(tables.token_len)
     per_token = [tables.priority, tables.split_left, tables.split_right, priority,
                  matcher.next_prefix, matcher.next_suffix]
@@ -352,7 +354,7 @@ def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
         and matcher.forward.cells.ndim == 2 and matcher.forward.cells.shape[1] == 4
         and matcher.backward.cells.ndim == 2 and matcher.backward.cells.shape[1] == 4
         and matcher.two_byte_start.shape == (1 << 16, 4)
-        and matcher.pair_floor.shape == (1 << 20,)
+        and matcher.pair_floor.shape == (1 << FLOOR_BITS,)
     )
     if not ok:
         raise CacheDamaged("array shapes are inconsistent")

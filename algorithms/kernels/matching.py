@@ -105,7 +105,7 @@ class Matcher(NamedTuple):
     pairs: np.ndarray  # int64[cap]: (left << 42 | right << 21 | rank of the merge's priority), -1 empty
     pair_filter: np.ndarray  # uint64[2**16]: a 4-Mbit one-hash filter of the pairs that merge
     two_byte_start: np.ndarray  # int32[65536, 4]: see ``two_byte_start``
-    pair_floor: np.ndarray  # uint8[2**20]: a lower bound of the merge ranks hashed to each slot (``_pair_floor``)
+    pair_floor: np.ndarray  # uint8[2**FLOOR_BITS]: a lower bound of the merge ranks hashed to each slot (``_pair_floor``)
 
     def longest_match(self, data: bytes, pos: int = 0) -> int:
         """Python convenience: the longest token that is a prefix of ``data[pos:]`` (-1 if none)."""
@@ -514,7 +514,12 @@ def _pair_filter(pairs):
     return bits
 
 
-_FLOOR_BITS = 20  # 1 MB
+#: slots of ``pair_floor``: 256 kB, which stays in a core's L2 where 1 MB did not. On text never seen
+#: before, with another tokenizer's tables between documents, the compatibility walk's read of a
+#: 1 MB floor was 38% of backtracking's time on CJK and kana (perf): 2**18 slots against 2**20 were
+#: 1.06x on that text (three alternations), level on 1 MB of random letters (one slot in two holds
+#: a merge of o200k now, one in six before, so fewer pairs are ruled out without the pair table)
+FLOOR_BITS = 18
 _FLOOR_MULTIPLIER = np.uint64(0xC2B2AE3D27D4EB4F)
 #: the floor byte of a slot without merges (its bound, 2**59, is above every limit)
 _FLOOR_EMPTY = 240
@@ -532,24 +537,24 @@ def floor_bound(q):
 
 @njit(cache=True, inline="always")
 def _floor_slot(key):
-    return np.int64((np.uint64(key) * _FLOOR_MULTIPLIER) >> np.uint64(64 - _FLOOR_BITS))
+    return np.int64((np.uint64(key) * _FLOOR_MULTIPLIER) >> np.uint64(64 - FLOOR_BITS))
 
 
 @njit(cache=True)
 def _pair_floor(pairs):
-    """uint8[2**20]: for each slot, ``q`` such that every merge hashed there has a rank of at
+    """uint8[2**FLOOR_BITS]: for each slot, ``q`` such that every merge hashed there has a rank of at
     least ``floor_bound(q)`` (``_FLOOR_EMPTY``: no merge is hashed there).
 
     A compatibility check only cares whether a pair merges *below a limit* (the rank at
     which one side of the pair was formed); on 1 MB of random letters 69% of the merges it
     finds are above it and change nothing. When the slot's bound is not below the limit
-    the check skips the probe of the pair table, whatever the pair. One hash: 17% of the
-    slots hold a merge of o200k, and quarter octaves separate 97% of those ignorable merges
-    from their limits (1.02-1.07x for backtracking on 1 MB of random letters, o200k and
-    cl100k, in one process against the same walk without it). Floor bytes and filter bits
+    the check skips the probe of the pair table, whatever the pair. One hash; quarter octaves
+    separate most of those ignorable merges from their limits (with 2**20 slots: 1.02-1.07x for
+    backtracking on 1 MB of random letters, o200k and cl100k, in one process against the same walk
+    without it; see ``FLOOR_BITS`` for the size). Floor bytes and filter bits
     in one 64-byte line per hash (48 + 128 bits, one cache miss instead of two) were
     0.90-0.93x (not profiled further; likely the fuller shared line rules out fewer pairs)."""
-    floor = np.full(1 << _FLOOR_BITS, _FLOOR_EMPTY, dtype=np.uint8)
+    floor = np.full(1 << FLOOR_BITS, _FLOOR_EMPTY, dtype=np.uint8)
     for entry in pairs:
         if entry == -1:
             continue
