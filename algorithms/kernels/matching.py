@@ -624,18 +624,20 @@ def _boundary_floors(rows, pairs, token_bytes, token_start):
         if token_start[left + 1] > token_start[left] and (token_bytes[token_start[left + 1] - 1] & 0xC0) == 0x80:
             continuation_before[right] = min(continuation_before[right], rank)
     for t in range(n):
-        floor = NO_FLOOR
-        part = rows[t, 2]
-        while part >= 0:
-            floor = min(floor, lead_after[part])
-            part = rows[part, 2]
-        rows[t, 6] = floor
-        floor = NO_FLOOR
-        part = rows[t, 1]
-        while part >= 0:
-            floor = min(floor, continuation_before[part])
-            part = rows[part, 1]
-        rows[t, 7] = floor
+        rows[t, 6] = _spine_floor(rows, t, 2, lead_after)
+        rows[t, 7] = _spine_floor(rows, t, 1, continuation_before)
+
+
+@njit(cache=True, inline="always")
+def _spine_floor(rows, t, side, lowest):
+    """The least ``lowest[part]`` over the parts of ``t``'s spine along column ``side`` of ``rows``
+    (2: right parts, 1: left parts), ``t`` excluded; ``NO_FLOOR`` for a token with no parts."""
+    floor = NO_FLOOR
+    part = rows[t, side]
+    while part >= 0:
+        floor = min(floor, lowest[part])
+        part = rows[part, side]
+    return floor
 
 
 def _pairs_capacity(n: int) -> int:
