@@ -101,7 +101,7 @@ class Matcher(NamedTuple):
     next_suffix: np.ndarray  # int32[n_tokens]
     max_token_len: int
     rows: np.ndarray  # int32[n_tokens, 8]: priority rank, split_left, split_right, token_len,
-    #                   next_prefix, next_suffix, right and left boundary floors (``_boundary_floors``)
+    #                   next_prefix, then three boundary floors (``_boundary_floors``)
     pairs: np.ndarray  # int64[cap]: (left << 42 | right << 21 | rank of the merge's priority), -1 empty
     pair_filter: np.ndarray  # uint64[2**16]: a 4-Mbit one-hash filter of the pairs that merge
     two_byte_start: np.ndarray  # int32[65536, 4]: see ``two_byte_start``
@@ -461,7 +461,7 @@ def build_matcher(vocab) -> Matcher:
     forward, next_prefix = _build_trie(vocab.tokens, ids, tables, reverse=False)
     backward, next_suffix = _build_trie(vocab.tokens, ids, tables, reverse=True)
     max_len = int(tables.token_len[ids].max()) if len(ids) else 0
-    rows, pairs = _pack_merges(tables, next_prefix, next_suffix)
+    rows, pairs = _pack_merges(tables, next_prefix)
     matcher = Matcher(forward, backward, next_prefix, next_suffix, max_len, rows, pairs, _pair_filter(pairs),
                       two_byte_start(forward), _pair_floor(pairs))
     vocab._matcher = matcher
@@ -568,7 +568,7 @@ def _pair_floor(pairs):
     return floor
 
 
-def _pack_merges(tables, next_prefix: np.ndarray, next_suffix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pack_merges(tables, next_prefix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One row per token and one int64 per merge, so that a compatibility check reads
     about three cache lines per step instead of eight (``Tables`` keeps each field in
     its own array). Priorities are replaced by their dense rank: only their order matters.
@@ -589,7 +589,6 @@ def _pack_merges(tables, next_prefix: np.ndarray, next_suffix: np.ndarray) -> tu
     rows[:, 2] = tables.split_right
     rows[:, 3] = tables.token_len
     rows[:, 4] = next_prefix
-    rows[:, 5] = next_suffix
     pairs = _fill_pairs(tables.split_left, tables.split_right, rank.astype(np.int64), _pairs_capacity(n))
     _boundary_floors(rows, pairs, tables.token_bytes, tables.token_start)
     return rows, pairs
@@ -601,8 +600,10 @@ NO_FLOOR = np.int32(np.iinfo(np.int32).max)
 
 @njit(cache=True)
 def _boundary_floors(rows, pairs, token_bytes, token_start):
-    """Columns 6 and 7 of ``rows``, for the compatibility test's shortcut (``safe_boundary``):
+    """Columns 5 to 7 of ``rows``, for the compatibility test's shortcut (``safe_boundary``):
 
+    * ``rows[t, 5]``: the lowest rank of a merge whose right part is ``t`` and whose left part ends
+      with a continuation byte (0x80-0xBF);
     * ``rows[t, 6]``: the lowest rank of a merge whose left part is a part of ``t``'s right spine
       (``split_right``, its ``split_right``, ... down to the last byte; ``t`` itself excluded) and
       whose right part starts with a byte of 0xC2 or above (a lead byte);
@@ -624,6 +625,7 @@ def _boundary_floors(rows, pairs, token_bytes, token_start):
         if token_start[left + 1] > token_start[left] and (token_bytes[token_start[left + 1] - 1] & 0xC0) == 0x80:
             continuation_before[right] = min(continuation_before[right], rank)
     for t in range(n):
+        rows[t, 5] = continuation_before[t]
         rows[t, 6] = _spine_floor(rows, t, 2, lead_after)
         rows[t, 7] = _spine_floor(rows, t, 1, continuation_before)
 
@@ -686,20 +688,22 @@ def prefetch_merge_rank(pairs, pair_filter, left, right):
 @njit(cache=True, inline="always")
 def safe_boundary(rows, a, b, a_last_byte, b_first_byte):
     """A sufficient condition for ``a b`` to be compatible except for a merge of ``a`` with ``b`` itself,
-    read from the two rows alone (no merge table): ``a`` ends with a continuation byte, ``b`` starts
-    with a lead byte, and no part of ``a``'s right spine meets a token starting with a lead byte, nor
-    any part of ``b``'s left spine a token ending with a continuation byte, by a merge ranked below
-    the token's own (``_boundary_floors``).
+    read from the two rows alone (no merge table; the floors of ``_boundary_floors``): ``a`` ends with a
+    continuation byte, ``b`` starts with a lead byte, no part of ``b``'s left spine meets a token ending
+    with a continuation byte by a merge ranked below ``rank(b)``, and either no part of ``a``'s right
+    spine meets a token starting with a lead byte below ``rank(a)``, or no token ending with a
+    continuation byte meets ``b`` itself below ``rank(a)``.
 
     Why that suffices: BPE of the pair's bytes merges ranks in increasing order (merges in priority
-    order), and the merges that build ``a`` rank at most ``rank(a)``; a merge joining a part of ``a``
-    (not ``a`` itself) with anything to its right must run before ``a`` is complete, so below
-    ``rank(a)``, and the floor rules that out (likewise for ``b``). Left: ``a`` and ``b`` whole, which
-    then merge exactly when ``merge_rank(a, b) >= 0``. Between characters of CJK text this holds for
-    most pairs, and the compatibility walk's random reads of the merge tables (cache misses on text
-    never seen before) are skipped."""
-    return ((a_last_byte & 0xC0) == 0x80 and b_first_byte >= 0xC2 and rows[a, 6] > rows[a, 0]
-            and rows[b, 7] > rows[b, 0])
+    order), and the merges that build a token rank at most its own rank. A part of ``a`` (not ``a``)
+    exists only while ``a`` is incomplete, so a merge joining it with anything to its right harms
+    only if it ranks below ``rank(a)``; a part of ``b``, likewise below ``rank(b)``. A merge of two
+    parts is ruled out by either side's floor; of ``a`` with a part of ``b`` by ``b``'s; of a part of
+    ``a`` with ``b`` itself by ``a``'s floor or by ``b``'s own (``rows[b, 5]``). Left: ``a`` and ``b``
+    whole, which then merge exactly when ``merge_rank(a, b) >= 0``. The compatibility walk's random
+    reads of the merge tables (cache misses on text never seen before) are skipped."""
+    return ((a_last_byte & 0xC0) == 0x80 and b_first_byte >= 0xC2 and rows[b, 7] > rows[b, 0]
+            and (rows[a, 6] > rows[a, 0] or rows[b, 5] > rows[a, 0]))
 
 
 @njit(cache=True, inline="always")  # a call per candidate with five arrays costs more than the walk
