@@ -60,6 +60,9 @@ numba functions (all exact; ``d`` is the depth walked, at most ``max_token_len``
   ``compiled.compatible`` with fewer cache misses; O(1) / O(split depth).
   ``compatible_after(..., a, b, longest)``: the same test when ``a`` is known to be the
   longest token at its start (``longest == a``), which skips the steps that cannot merge.
+* ``safe_boundary(rows, a, b, a_last_byte, b_first_byte) -> bool``: a sufficient condition,
+  from the two rows' boundary floors alone, under which only a merge of ``a`` with ``b`` could
+  make the pair incompatible; O(1).
 
 Building is O(total token bytes) after a lexicographic sort of the tokens
 (about 1 s for o200k, mostly the sort and the numba calls).
