@@ -29,7 +29,7 @@ import numpy as np
 from .kernels.jit import njit
 
 from .core.encoder import PiecewiseEncoder
-from .kernels.matching import build_matcher, compatible_after, longest_match_from_start, merge_rank, safe_boundary
+from .kernels.matching import build_matcher, compatible_after, longest_match_and_length, merge_rank, safe_boundary
 from .core.registry import register_encoder
 from .formats.vocabulary import Vocabulary
 
@@ -51,7 +51,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
     rows, pairs, pair_filter, pair_floor = matcher.rows, matcher.pairs, matcher.pair_filter, matcher.pair_floor
     first = n_out
     pos = start
-    token = longest_match_from_start(forward, two_byte_start, data, pos, end)
+    token, length = longest_match_and_length(forward, two_byte_start, data, pos, end)
     # ``last`` was the longest match at its start: then no merge joins it whole to a prefix of
     # the next token, and the compatibility walk skips those steps (``compatible_after``;
     # 1.08-1.36x on the long pieces of unseen multilingual text). Unknown after a backtrack.
@@ -60,7 +60,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
         last = out[n_out - 1] if n_out > first else -1
         first_choice = True
         while True:
-            stop = pos + rows[token, 3]
+            stop = pos + length
             if dead[stop] == 0 and (last < 0 or _compatible(rows, pairs, pair_filter, pair_floor, last, token, longest,
                                                             data[pos - 1], data[pos])):
                 out[n_out] = token
@@ -72,11 +72,13 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
             shorter = rows[token, 4]  # next_prefix[token], from the row just read
             if shorter >= 0:
                 token = shorter
+                length = rows[token, 3]
                 continue
             # nothing fits after `last`: pos is dead, retry last's shorter alternatives
             dead[pos] = 1
             n_out -= 1
-            pos -= rows[last, 3]
+            length = rows[last, 3]
+            pos -= length
             token = last
             stop = -1
             longest = -1
@@ -84,7 +86,7 @@ def backtrack_piece(matcher, data, start, end, dead, out, n_out):
         if pos == end:
             return n_out
         if stop >= 0:
-            token = longest_match_from_start(forward, two_byte_start, data, pos, end)
+            token, length = longest_match_and_length(forward, two_byte_start, data, pos, end)
 
 
 @njit(cache=True, inline="always")

@@ -16,8 +16,9 @@ from hypothesis import example, given, settings
 from bpebench.algorithms.kernels.compiled import compile_vocabulary, is_compatible
 from bpebench.errors import BpebenchError
 from bpebench.algorithms.formats import load_vocabulary
-from bpebench.algorithms.kernels.matching import (build_matcher, compatible_after, longest_match_from_start,
-                                                  pair_compatible, prefix_matches, spelled_token)
+from bpebench.algorithms.kernels.matching import (build_matcher, compatible_after, longest_match_and_length,
+                                                  longest_match_from_start, pair_compatible, prefix_matches,
+                                                  spelled_token)
 from bpebench.algorithms.kernels.reference import bpe_reference
 from bpebench.algorithms.core.registry import default_encoder_name, get_encoder_class, make_encoder
 from bpebench.algorithms.formats.vocabulary import Vocabulary
@@ -230,8 +231,9 @@ def test_matcher_against_dictionary_scans(vocab_name):
 
 @pytest.mark.parametrize("vocab_name", ["cl100k_base", "trained-merges-shuffled", "text-alphabet"])
 def test_two_byte_start_walks_equal_dictionary_scans(vocab_name):
-    """The walks that start from ``two_byte_start`` against plain dictionary lookups of the
-    tokens the trie indexes, at every position and at ends one and two bytes away."""
+    """The walks that start from ``two_byte_start`` (the longest match and its length, the spelled
+    token) against plain dictionary lookups of the tokens the trie indexes, at every position and
+    at ends one and two bytes away."""
     from bpebench.algorithms.kernels.compiled import NEVER
 
     if vocab_name == "text-alphabet":  # bytes and byte pairs with no token at all
@@ -249,8 +251,10 @@ def test_two_byte_start_walks_equal_dictionary_scans(vocab_name):
         for end in {pos + 1, pos + 2, min(len(data), pos + 3), len(data)}:
             if end > len(data):
                 continue
-            starting = [lookup[data[pos:e]] for e in range(pos + 1, min(end, pos + 128) + 1) if data[pos:e] in lookup]
-            assert longest_match_from_start(forward, start, arr, pos, end) == (starting[-1] if starting else -1)
+            ends = [e for e in range(pos + 1, min(end, pos + 128) + 1) if data[pos:e] in lookup]
+            expected = lookup[data[pos : ends[-1]]] if ends else -1
+            assert longest_match_from_start(forward, start, arr, pos, end) == expected
+            assert longest_match_and_length(forward, start, arr, pos, end) == (expected, ends[-1] - pos if ends else 0)
         for length in (1, 2, 3, 5):
             if pos + length <= len(data):
                 expected = lookup.get(data[pos : pos + length], -1)

@@ -45,7 +45,9 @@ numba functions (all exact; ``d`` is the depth walked, at most ``max_token_len``
 * ``longest_match(trie, data, pos, end) -> token | -1``: the longest token that is
   a prefix of ``data[pos:end]``; O(d).
 * ``longest_match_from_start(trie, two_byte_start, data, pos, end)``: the same answer,
-  starting from the two-byte table (backtracking's hot walk); O(d).
+  starting from the two-byte table; O(d).
+* ``longest_match_and_length(trie, two_byte_start, data, pos, end) -> (token, length)``: the
+  same walk with the match's length (backtracking's hot walk); O(d).
 * ``spelled_token(trie, two_byte_start, data, start, end) -> token | -1``: the token
   whose bytes are all of ``data[start:end]`` (not empty); O(end - start).
 * ``prefix_matches(trie, data, pos, end, out) -> k``: all tokens that are prefixes
@@ -150,23 +152,27 @@ def longest_match(trie, data, pos, end):
 
 
 @njit(cache=True, inline="always")
-def longest_match_from_start(trie, two_byte_start, data, pos, end):
-    """``longest_match(trie, data, pos, end)`` (``pos < end``), with the first two levels of
-    the walk read from ``two_byte_start`` (the matcher's table of ``trie``).
+def longest_match_and_length(trie, two_byte_start, data, pos, end):
+    """(the longest token that is a prefix of ``data[pos:end]`` or -1, its length in bytes or 0), for
+    ``pos < end``, the first two levels of the walk read from ``two_byte_start``.
 
     A trie step reads the child's row, whose address needs the parent's base: on text whose
     tokens are short (a long unsplittable piece of letters: ~3 steps per walk) one table row
     replaces the first two rows and the third row's wait for its parent (1.08x for
-    backtracking on 1 MB of random letters, then another 1.02-1.03x for the base column)."""
+    backtracking on 1 MB of random letters, then another 1.02-1.03x for the base column).
+    Backtracking moves on by the length found here: read from the token's row, it made the next
+    walk wait on that row (1.01-1.03x on unseen CJK and kana pieces)."""
     cells = trie.cells
     if pos + 1 == end:
         slot = cells[0, 0] + data[pos]
-        return cells[slot, 2] if cells[slot, 1] == 0 else -1
+        token = cells[slot, 2] if cells[slot, 1] == 0 else -1
+        return token, np.int64(1 if token >= 0 else 0)
     row = (np.int64(data[pos]) << 8) | np.int64(data[pos + 1])
     best = two_byte_start[row, 1]
+    length = np.int64(2 if two_byte_start[row, 3] >= 0 else (1 if best >= 0 else 0))
     node = two_byte_start[row, 0]
     if node < 0:
-        return best
+        return best, length
     base = two_byte_start[row, 2]  # the node's own row is not read: one dependent load less
     for i in range(pos + 2, end):
         slot = base + data[i]
@@ -176,8 +182,17 @@ def longest_match_from_start(trie, two_byte_start, data, pos, end):
         token = cells[slot, 2]
         if token >= 0:
             best = token
+            length = i + 1 - pos
         base = cells[slot, 0]
-    return best
+    return best, length
+
+
+@njit(cache=True, inline="always")
+def longest_match_from_start(trie, two_byte_start, data, pos, end):
+    """``longest_match(trie, data, pos, end)`` (``pos < end``), with the first two levels of
+    the walk read from ``two_byte_start`` (the matcher's table of ``trie``): the token of
+    :func:`longest_match_and_length`."""
+    return longest_match_and_length(trie, two_byte_start, data, pos, end)[0]
 
 
 @njit(cache=True, inline="always")
