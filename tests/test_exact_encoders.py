@@ -326,6 +326,7 @@ def test_boundary_floors_and_their_shortcut_agree_with_the_merges(vocab_name):
     """``rows[:, 5:8]`` (``_boundary_floors``) recomputed from the merge list by brute force on a sample
     of tokens, and ``safe_boundary``'s shortcut (only a merge of the two whole tokens can break the
     pair) equal to the compiled compatibility walk on every pair of multi-byte tokens it accepts."""
+    from bpebench.algorithms.kernels.compiled import NEVER
     from bpebench.algorithms.kernels.matching import NO_FLOOR, merge_rank, safe_boundary
 
     vocab = load_vocabulary(vocab_name)
@@ -346,7 +347,7 @@ def test_boundary_floors_and_their_shortcut_agree_with_the_merges(vocab_name):
 
     rng = random.Random(3)
     multi_byte = [t for t in range(len(tokens)) if len(tokens[t]) > 1 and tokens[t][0] >= 0xC2
-                  and tables.priority[t] < 2**62]
+                  and tables.priority[t] < NEVER]
     for t in rng.sample(multi_byte, 300):
         own = ranks[(rights == t) & continuation_left]
         assert rows[t, 5] == (int(own.min()) if len(own) else int(NO_FLOOR)), t
