@@ -1,5 +1,7 @@
-"""The interleaved merge loop against the ``naive`` reference (the definition), piece by piece,
-and through the fused pipeline where a window holds more new pieces than there are lanes."""
+"""The merge loops (interleaved and one piece at a time) against the ``naive`` reference (the
+definition), piece by piece, with two-byte characters that start whole ("atoms") where their
+neighbours allow; and through the fused pipeline where a window holds more new pieces than there
+are lanes."""
 
 from __future__ import annotations
 
@@ -12,12 +14,17 @@ from bpebench.algorithms.core.registry import make_encoder
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.kernels.interleaved_merge import (END, LANES, START, WIDTH, lane_tokens,
                                                            merge_pieces_interleaved, new_lanes)
+from bpebench.algorithms.kernels.matching import merge_rank
+from bpebench.algorithms.kernels.short_piece import NO_FLOOR, atom_rank, merge_short_piece
 from bpebench.algorithms.peers import make_peer
 from bpebench.algorithms.pipeline.fast_pipeline import WINDOW, FusedPipeline
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
-#: bytes of real words in several scripts, so pieces merge deep, plus arbitrary bytes
-WORD_BYTES = list(" the tion ing straße значение ประเทศ 東京 déjà 1234'\n".encode()) + list(range(256))
+#: bytes of real words in several scripts, so pieces merge deep (two-byte characters next to spaces,
+#: letters, signs and other two-byte characters, which decides whether they start whole), plus
+#: arbitrary bytes (lead bytes without their continuation, continuation bytes alone)
+WORD_BYTES = (list(" the tion ing straße значение ประเทศ 東京 déjà 1234'\n".encode())
+              + list("Ελληνικά שלום مرحبا ½°±µ×÷ ÀÉ".encode()) + list(range(256)))
 pieces = (st.binary(min_size=1, max_size=WIDTH)
           | st.lists(st.sampled_from(WORD_BYTES), min_size=1, max_size=WIDTH).map(bytes))
 
@@ -29,8 +36,8 @@ def interleaved(plan, group: list[bytes]) -> list[list[int]]:
     for lane, piece in enumerate(group):
         lanes[lane, START], lanes[lane, END] = at, at + len(piece)
         at += len(piece)
-    merge_pieces_interleaved(plan.byte_token, plan.byte_pair_rank, plan.matcher.pairs, plan.matcher.pair_filter,
-                             plan.token_of_rank, plan.token_offset, data, lanes, len(group))
+    merge_pieces_interleaved(plan.byte_token, plan.byte_pair_rank, plan.atom_floors, plan.matcher.pairs,
+                             plan.matcher.pair_filter, plan.token_of_rank, plan.token_offset, data, lanes, len(group))
     out = np.empty(WIDTH * LANES, dtype=np.int64)
     return [out[:lane_tokens(lanes, lane, out, 0)].tolist() for lane in range(len(group))]
 
@@ -44,6 +51,52 @@ def test_each_lane_equals_the_definition(name, group):
     plan = FusedPipeline(vocab).plan
     naive = make_encoder("naive", vocab)
     assert interleaved(plan, group) == [naive.encode(piece) for piece in group]
+
+
+def one_piece(plan, piece: bytes, atom_floors=None) -> list[int]:
+    data = np.frombuffer(piece + bytes(8), dtype=np.uint8)
+    parts, ranks, out = np.empty(WIDTH, np.int32), np.empty(WIDTH, np.int64), np.empty(WIDTH, np.int32)
+    floors = plan.atom_floors if atom_floors is None else atom_floors
+    n = merge_short_piece(plan.byte_token, plan.byte_pair_rank, floors, plan.matcher.pairs, plan.matcher.pair_filter,
+                          plan.token_of_rank, plan.token_offset, data, 0, len(piece), parts, ranks, out, 0)
+    return out[:n].tolist()
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+@settings(deadline=None, max_examples=300)
+@given(piece=pieces)
+@example(piece=" °".encode())  # the space merges with the sign's first byte first: not an atom
+@example(piece="°".encode())
+@example(piece="η".encode() + b"\xb8")  # in cl100k the second byte merges rightward first: not an atom
+def test_the_merge_loop_of_one_piece_equals_the_definition(name, piece):
+    plan = FusedPipeline(load_vocabulary(name)).plan
+    assert one_piece(plan, piece) == make_encoder("naive", load_vocabulary(name)).encode(piece)
+
+
+def test_a_two_byte_character_starts_whole_only_where_its_neighbours_allow():
+    """Worked by hand on o200k: the merge of a space with the byte C2 ranks below that of C2 B0
+    (the sign "°"), so after a space "°" must not start whole; alone, or after a letter, it may.
+    Floors that ignore the neighbours (every character whole) give other ids than the definition."""
+    vocab = load_vocabulary("o200k_base")
+    plan = FusedPipeline(vocab).plan
+    token = vocab.byte_token
+    space_c2 = merge_rank(plan.matcher.pairs, plan.matcher.pair_filter, token[0x20], token[0xC2])
+    degree = merge_rank(plan.matcher.pairs, plan.matcher.pair_filter, token[0xC2], token[0xB0])
+    assert 0 <= space_c2 < degree
+    after_space = np.frombuffer(" °".encode(), dtype=np.uint8)
+    alone = np.frombuffer("°".encode(), dtype=np.uint8)
+    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, after_space, 0, 3, 1) == -1
+    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, alone, 0, 2, 0) == degree
+    naive = make_encoder("naive", vocab)
+    blind = np.full_like(plan.atom_floors, NO_FLOOR)
+    assert one_piece(plan, " °".encode(), blind) != naive.encode(" °".encode())
+    assert one_piece(plan, " °".encode()) == naive.encode(" °".encode())
+    # most characters of a Russian word start whole, so the loops above do run on atoms
+    word = "значение".encode()
+    data = np.frombuffer(word, dtype=np.uint8)
+    whole = sum(atom_rank(plan.byte_pair_rank, plan.atom_floors, data, 0, len(word), i) >= 0
+                for i in range(0, len(word), 2))
+    assert whole >= 6
 
 
 def test_a_window_with_more_new_pieces_than_lanes_equals_tiktoken():

@@ -17,15 +17,17 @@ The merge to make is then the minimum key (lowest rank, leftmost on ties, as the
 definition says) found without a branch per entry; merged-away positions hold
 :data:`_DONE_KEY`. It is the definition's merge loop in another layout, so it equals
 ``merge_short_piece`` (and ``naive``) on every piece of at most :data:`WIDTH` bytes, under
-the same condition (every merged token has its own rank).
+the same condition (every merged token has its own rank). Two-byte characters start whole where
+that is exact, as in ``merge_short_piece`` (``short_piece.atom_rank``): their second byte's
+position holds no unit.
 
 Cost: O(L^2) per piece of ``L`` bytes, as the merge loop.
 
 numba API::
 
     lanes[j, START], lanes[j, END] = piece j's bounds in data      (the caller's, j < count)
-    merge_pieces_interleaved(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
-                             token_offset, data, lanes, count) -> None
+    merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter,
+                             token_of_rank, token_offset, data, lanes, count) -> None
     lane_tokens(lanes, j, out, n_out) -> new n_out         (piece j's ids in order)
 """
 
@@ -35,7 +37,7 @@ import numpy as np
 
 from .jit import njit
 from .matching import prefetch_merge_rank
-from .short_piece import merged_token, pair_rank
+from .short_piece import atom_rank, merged_token, pair_rank
 
 #: pieces merged in turns at most (the fused pipeline's scratch holds this many lanes)
 LANES = 16
@@ -65,21 +67,37 @@ def _packed(rank, position):
 
 
 @njit(cache=True, _nrt=False)
-def merge_pieces_interleaved(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
-                             data, lanes, count):
+def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+                             token_offset, data, lanes, count):
     """BPE of the pieces ``data[lanes[j, START]:lanes[j, END]]`` (each of 1 to :data:`WIDTH` bytes)
     of the first ``count`` lanes (at most :data:`LANES`); read them with :func:`lane_tokens`."""
     for lane in range(count):
         start = lanes[lane, START]
-        length = lanes[lane, END] - start
-        for i in range(length):
-            lanes[lane, _PARTS + i] = byte_token[data[start + i]]
-            lanes[lane, _NEXT + i] = i + 1
-            lanes[lane, _PREV + i] = i - 1
-        for i in range(length - 1):
-            pair = (np.int64(data[start + i]) << 8) | np.int64(data[start + i + 1])
-            lanes[lane, _KEYS + i] = _packed(byte_pair_rank[pair], i)
-        lanes[lane, _KEYS + length - 1] = _DONE_KEY
+        end = lanes[lane, END]
+        length = end - start
+        before = -1  # the position of the unit before ``i``
+        whole_before = False  # and whether it is a character that started whole
+        i = 0
+        while i < length:
+            rank = atom_rank(byte_pair_rank, atom_floors, data, start, end, start + i)
+            whole = rank >= 0
+            lanes[lane, _PARTS + i] = (merged_token(rank, token_offset, token_of_rank) if whole
+                                       else byte_token[data[start + i]])
+            lanes[lane, _PREV + i] = before
+            if before >= 0:
+                lanes[lane, _NEXT + before] = i
+                if whole or whole_before:
+                    paired = pair_rank(pairs, pair_filter, lanes[lane, _PARTS + before], lanes[lane, _PARTS + i])
+                else:
+                    paired = byte_pair_rank[(np.int64(data[start + before]) << 8) | np.int64(data[start + i])]
+                lanes[lane, _KEYS + before] = _packed(paired, before)
+            if whole:
+                lanes[lane, _KEYS + i + 1] = _DONE_KEY  # the character's second byte starts no unit
+            before = i
+            whole_before = whole
+            i += 2 if whole else 1
+        lanes[lane, _NEXT + before] = length
+        lanes[lane, _KEYS + before] = _DONE_KEY
         lanes[lane, _LENGTH] = length
         lanes[lane, _LAST] = -1
     active = count

@@ -36,7 +36,8 @@ from .compiled import live_merges, pair_table
 from .jit import njit
 from .matching import merge_ranks
 from .short_piece import (
-    NO_MERGE, _fill_byte_pair_ranks, long_tokens, medium_tokens, merge_short_piece, rank_token_offset, short_tokens,
+    ATOM_FLOOR_SLOTS, NO_MERGE, _fill_byte_pair_ranks, long_tokens, medium_tokens, merge_short_piece,
+    rank_token_offset, short_tokens,
 )
 
 
@@ -123,6 +124,7 @@ def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pair_rank,
     ranks = np.empty(longest, dtype=np.int64)
     out = np.empty(longest, dtype=np.int32)
     produced = np.zeros(n, dtype=np.uint8)
+    no_atoms = np.zeros(ATOM_FLOOR_SLOTS, dtype=np.int32)  # merges out of priority order: no character starts whole
     for t in range(n):
         start, end = token_start[t], token_start[t + 1]
         if not usable[t] or end == start:
@@ -134,7 +136,7 @@ def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pair_rank,
                 break
         if not encodable:
             continue
-        count = merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
+        count = merge_short_piece(byte_token, byte_pair_rank, no_atoms, pairs, pair_filter, token_of_rank, token_offset,
                                   token_bytes, start, end, parts, ranks, out, 0)
         if count == 1 and out[0] == t:
             produced[t] = 1

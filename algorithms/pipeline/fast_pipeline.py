@@ -177,6 +177,7 @@ class Plan(NamedTuple):
     medium_tokens: np.ndarray  # int64[slots, 3]: ``short_piece.medium_tokens``
     long_tokens: np.ndarray  # int64[slots, 5]: ``short_piece.long_tokens``
     byte_pair_rank: np.ndarray  # int64[65536]: ``short_piece.byte_pair_ranks``
+    atom_floors: np.ndarray  # int32: where a two-byte character starts whole (``short_piece.atom_floors``)
     token_of_rank: np.ndarray  # int32: the token each merge rank forms (``short_piece.token_of_rank``)
     token_offset: int  # ``short_piece.rank_token_offset``: merge rank + this = the token, or TABLE_TOKENS
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
@@ -357,13 +358,14 @@ def _next_piece(cls, char, piece_start, pattern_id, ascii_only):
 
 
 @njit(cache=True, inline="always")
-def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
+def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+               short_limit,
                data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out):
     """Append the ids of a piece that is not one token: the merge loop up to ``short_limit``
     bytes, backtracking (linear) beyond; when merges run out of priority order (``heap``
     scratch given) the heap encoder's O(L log L) loop beyond."""
     if piece_end - piece_start <= short_limit:
-        return merge_short_piece(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
+        return merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
                                  token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
     if heap.queue.shape[0] > 0:
         return heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, piece_start, piece_end,
@@ -372,7 +374,8 @@ def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of
 
 
 @njit(cache=True, inline="always")
-def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset, short_limit,
+def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+                    short_limit,
                     data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache, key):
     """Append the ids of a piece that is not one token; returns (new n_out, 1 if the piece cache was
     looked up, 1 if it held the piece). ``key``: the piece's four words as ``_cache_key`` packs them
@@ -388,14 +391,14 @@ def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, tok
         if count >= 0:
             return n_out + count, 1, 1
         first = n_out
-        n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+        n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
                            short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
         if n_out - first <= CACHE_MAX_IDS:
             _cache_put(cache, cache_slot, w0, w1, w2, w3, length, out, first, n_out - first)
         return n_out, 1, 0
     if length > _MEMO_MAX_PIECE:
         # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
-        return _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+        return _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
                           short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out), 0, 0
     # without the piece cache (or longer than its keys): the call's memo, which points at the
     # piece's earlier bytes and ids in ``data`` and ``out``
@@ -407,7 +410,7 @@ def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, tok
             out[n_out + i] = out[seen_at + i]
         return n_out + count, 0, 0
     first = n_out
-    n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, token_of_rank, token_offset,
+    n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
                        short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
     memo[slot, 0] = key
     memo[slot, 1] = piece_start
@@ -467,6 +470,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     long_tokens = plan.long_tokens
     bytes_slots, token_bytes, token_start = plan.bytes_slots, plan.token_bytes, plan.token_start
     byte_token, byte_pair_rank, token_of_rank = plan.byte_token, plan.byte_pair_rank, plan.token_of_rank
+    atom_floors = plan.atom_floors
     token_offset = plan.token_offset
     pairs, pair_filter = matcher.pairs, matcher.pair_filter
     whole_piece = plan.whole_piece
@@ -592,7 +596,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 n_lanes += 1
             chunk_ints[i, 1] = -2 - lane
         if n_lanes > 0:
-            merge_pieces_interleaved(byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank, token_offset,
+            merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+                                     token_offset,
                                      data, lanes, n_lanes)
         for i in range(m):
             piece_end = chunk_ints[i, 0]
@@ -612,7 +617,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     _cache_put(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1), w0, w1, w2, w3, length,
                                out, first, n_out - first)
             elif not lookup_only:
-                n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank,
+                n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors,
                                                         token_of_rank, token_offset, short_limit, data, piece_start,
                                                         piece_end, dead, memo, parts, ranks, heap, out, n_out, cache,
                                                         _chunk_key(chunk_keys, i))
@@ -1005,7 +1010,7 @@ class FusedPipeline:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
-        from ..kernels.short_piece import short_piece_tables
+        from ..kernels.short_piece import no_atom_floors, short_piece_tables
 
         reason = unsupported_reason(vocabulary)
         if reason is not None:
@@ -1032,7 +1037,8 @@ class FusedPipeline:
             matcher, short_lookup, medium_lookup, long_lookup = whole_token_lookup(vocabulary, tables, live,
                                                                                    vocabulary.whole_piece_lookup)
             short = dict(short, token_of_rank=live["token_of_rank"], token_offset=[live["token_offset"]],
-                         byte_pair_ranks=live["byte_pair_ranks"], short_tokens=short_lookup,
+                         byte_pair_ranks=live["byte_pair_ranks"], atom_floors=no_atom_floors(),
+                         short_tokens=short_lookup,
                          medium_tokens=medium_lookup, long_tokens=long_lookup)
             unreachable = False
             live_pair_keys, live_pair_vals = live["pair_keys"], live["pair_vals"]
@@ -1062,7 +1068,7 @@ class FusedPipeline:
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["long_tokens"],
-                         short["byte_pair_ranks"], merges_by_rank, int(short["token_offset"][0]), short_limit,
+                         short["byte_pair_ranks"], short["atom_floors"], merges_by_rank, int(short["token_offset"][0]), short_limit,
                          live_pair_keys, live_pair_vals)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
