@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from bpebench import corpora
 from bpebench.errors import BpebenchError
-from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, unsupported_reason
+from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _merge_loop_limit, unsupported_reason
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.peers import make_peer
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
@@ -452,6 +452,43 @@ def test_whole_token_tables_find_every_produced_token_and_nothing_else(name):
                     got = lookup(other)
                     assert got == (want if want is not None and priority[want] < NEVER else -1), other
     assert checked > 0.9 * len(vocab.tokens) and long_checked > 500
+
+
+# ============================================================================= merge loop or backtracking
+def test_runs_of_wide_characters_leave_the_merge_loop_sooner():
+    """Worked by hand: a piece longer than 16 bytes that ends with a CJK, kana or Hangul character goes
+    to backtracking (``wide_limit``); other pieces stay in the merge loop up to 24 bytes, a piece
+    ending with a four-byte character included (its third byte from the end is a continuation)."""
+    plan = FusedPipeline(load_vocabulary("o200k_base")).plan
+    assert (plan.short_limit, plan.wide_limit) == (24, 16)
+
+    def limit(piece: str) -> int:
+        data = np.frombuffer(piece.encode(), dtype=np.uint8)
+        return _merge_loop_limit(plan.short_limit, plan.wide_limit, data, 0, len(data))
+
+    assert limit(" 東京都庁舎前駅") == 16  # 22 bytes, a space first: the last character decides
+    assert limit("ハンバーガーショップ") == 16
+    assert limit(" 대한민국의수도는서울") == 16
+    assert limit(" переписывающими") == 24  # 31 bytes of two-byte letters: backtracking either way
+    assert limit(" значение") == 24  # 17 bytes
+    assert limit(" ประเทศไทย") == 24  # Thai (U+0E00-U+0E7F, lead byte E0), 28 bytes
+    assert limit("\U0001d400\U0001d401\U0001d402\U0001d403\U0001d404") == 24  # 20 bytes, four-byte letters
+    assert limit("東京都") == 24  # not longer than 16 bytes: either limit takes it
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+@settings(max_examples=80, deadline=None)
+@given(words=st.lists(st.sampled_from([" 東京都庁舎前駅", "ハンバーガーショップ", " 대한민국의수도는서울", " переписывающими",
+                                       " конструкциями", " ประเทศไทยเป็นประเทศ", " übermäßigübermäßig", "αβγδεζηθικλμνξοπ",
+                                       "東京", "の", " значение"]) | texts, min_size=1, max_size=10))
+def test_pieces_on_either_side_of_both_limits_give_the_reference_ids(name, words):
+    """Pieces of 12 to 31 bytes ending with wide and narrow characters, through both paths of the
+    merge-loop limit, a small piece cache and none: the reference's ids."""
+    vocab = load_vocabulary(name)
+    text = "".join(words)
+    expected = reference(name).encode_ordinary(text)
+    assert Tokenizer(vocab, piece_cache=False).encode_ordinary(text) == expected
+    assert Tokenizer(vocab, piece_cache=4).encode_ordinary(text) == expected
 
 
 # ============================================================================= the piece cache

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from bpebench.algorithms.appending import AppendableEncoder, PrependableEncoder
 from bpebench.algorithms.kernels.compiled import NEVER, rank_order_break
 from bpebench.errors import UnsupportedVocabulary
-from bpebench.algorithms.pipeline.fast_pipeline import unsupported_reason
+from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, unsupported_reason
 from bpebench.algorithms.interval import IntervalEncoding
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.kernels.reference import bpe_reference
@@ -225,6 +225,8 @@ def test_llama3_shaped_fixtures_are_out_of_order_and_fused():
         assert unsupported_reason(vocab) is None
         tokenizer = Tokenizer(vocab)
         assert tokenizer.fused and tokenizer.encoder.name == "heap"
+        plan = tokenizer._fused.plan  # one merge-loop limit: the heap beyond it is slower than backtracking
+        assert plan.short_limit == plan.wide_limit == FusedPipeline.SHORT_PIECE_OUT_OF_ORDER
 
 
 @pytest.mark.parametrize("vocab", [_SHAPED[False], _SHAPED_RANKS], ids=lambda v: v.name)

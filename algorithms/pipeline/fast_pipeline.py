@@ -26,8 +26,9 @@ bytes of the text:
    every path the pieces go 64 at a time (``CHUNK``): every probe's table row is prefetched
    before the first is read, then the piece-cache row of every piece that is not one token, so
    the misses of a text the CPU has not seen overlap. A piece of several tokens is first
-   looked up in the piece cache (below); if it is new, pieces of at most 16 bytes (32 when merges run out of priority
-   order) run the O(L^2) merge loop (the definition over packed merge ranks, as tiktoken does)
+   looked up in the piece cache (below); if it is new, pieces of at most 24 bytes (16 when they end with a CJK, kana or
+   Hangul character, whose runs backtracking takes faster; 32 for every piece when merges run out of
+   priority order) run the O(L^2) merge loop (the definition over packed merge ranks, as tiktoken does)
    and longer ones the backtracking kernel of :mod:`bpebench.algorithms.backtracking` (linear,
    so one long piece stays O(n)). The ids of ``WINDOW`` (512) pieces are written together: the
    window's new short pieces first run side by side, up to 16 taking turns in
@@ -181,6 +182,7 @@ class Plan(NamedTuple):
     token_of_rank: np.ndarray  # int32: the token each merge rank forms (``short_piece.token_of_rank``)
     token_offset: int  # ``short_piece.rank_token_offset``: merge rank + this = the token, or TABLE_TOKENS
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
+    wide_limit: int  # the same for pieces that end with a character above U+0FFF (``_merge_loop_limit``)
     # merges out of priority order (``kernels.out_of_order``); both empty when they run in order
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
@@ -358,6 +360,16 @@ def _next_piece(cls, char, piece_start, pattern_id, ascii_only):
 
 
 @njit(cache=True, inline="always")
+def _merge_loop_limit(short_limit, wide_limit, data, start, end):
+    """The longest piece like ``data[start:end]`` that the merge loop takes: ``wide_limit`` when it ends
+    with a three-byte character above U+0FFF (CJK, kana, Hangul; in valid UTF-8 the byte three from the
+    end is E1-EF only then), whose runs backtracking takes faster, else ``short_limit``."""
+    if end - start > wide_limit and end - start >= 3 and data[end - 3] >= 0xE1:
+        return wide_limit
+    return short_limit
+
+
+@njit(cache=True, inline="always")
 def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
                short_limit,
                data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out):
@@ -474,7 +486,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     token_offset = plan.token_offset
     pairs, pair_filter = matcher.pairs, matcher.pair_filter
     whole_piece = plan.whole_piece
-    short_limit = plan.short_limit
+    short_limit, wide_limit = plan.short_limit, plan.wide_limit
     short_mask = short_tokens.shape[0] - 1
     medium_mask = medium_tokens.shape[0] - 1
     long_mask = long_tokens.shape[0] - 1
@@ -566,7 +578,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
                     w0, w1, w2, w3 = _chunk_key(chunk_keys, i)
                     prefetch(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1) * CACHE_ROW)
-                    if length <= lane_limit:
+                    if length <= lane_limit and length <= _merge_loop_limit(short_limit, wide_limit, data, s, e):
                         chunk_ints[n_candidates, 2] = i
                         n_candidates += 1
                 s = e
@@ -618,7 +630,9 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                                out, first, n_out - first)
             elif not lookup_only:
                 n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors,
-                                                        token_of_rank, token_offset, short_limit, data, piece_start,
+                                                        token_of_rank, token_offset,
+                                                        _merge_loop_limit(short_limit, wide_limit, data, piece_start, piece_end),
+                                                        data, piece_start,
                                                         piece_end, dead, memo, parts, ranks, heap, out, n_out, cache,
                                                         _chunk_key(chunk_keys, i))
                 lookups += looked_up
@@ -993,8 +1007,14 @@ class FusedPipeline:
     #: of the interleaved one, longer ones backtracking. Unseen multilingual text, first pass over each
     #: document: 24 against 16 was 1.10-1.17x on Cyrillic, Arabic and Bengali words of 17-24 bytes
     #: (their merges' table misses overlap in the lanes; backtracking's trie walk waits on each row),
-    #: level on CJK and kana; 32 lost 1.2-1.3x on CJK and kana (the loop is O(L^2))
+    #: level on CJK and kana; 32 lost 1.2-1.3x on CJK and kana (the loop is O(L^2)). With two-byte
+    #: characters starting whole (``short_piece``'s atoms) and CJK, kana and Hangul runs held to
+    #: ``SHORT_PIECE_WIDE``, 32 was level with 24 on every script (40 and 48 too)
     SHORT_PIECE = 24
+    #: the limit for pieces that end with a character above U+0FFF (``_merge_loop_limit``): on the
+    #: multilingual stream's CJK and kana documents 16 against 24 took 0.90-0.92x the time on o200k,
+    #: 0.83x on cl100k (12 and 9 level with 16)
+    SHORT_PIECE_WIDE = 16
     #: the same when merges run out of priority order: the heap's loop beyond it is slower than
     #: backtracking (about 40 ns a byte), so the merge loop keeps pieces up to 32 bytes
     SHORT_PIECE_OUT_OF_ORDER = 32
@@ -1046,8 +1066,9 @@ class FusedPipeline:
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
         short_limit = self.SHORT_PIECE_OUT_OF_ORDER if self.out_of_order else self.SHORT_PIECE
+        wide_limit = short_limit if self.out_of_order else min(self.SHORT_PIECE_WIDE, short_limit)
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
-            merges_by_rank, short_limit = np.full(1, -1, dtype=np.int32), 0
+            merges_by_rank, short_limit, wide_limit = np.full(1, -1, dtype=np.int32), 0, 0
         compiled_name = supported_pattern(vocabulary)
         # a pattern with no compiled pre-tokenizer is split by ``regex`` (the reference), and the
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
@@ -1069,6 +1090,7 @@ class FusedPipeline:
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["long_tokens"],
                          short["byte_pair_ranks"], short["atom_floors"], merges_by_rank, int(short["token_offset"][0]), short_limit,
+                         wide_limit,
                          live_pair_keys, live_pair_vals)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
