@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from bpebench import corpora
 from bpebench.errors import BpebenchError
-from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _merge_loop_limit, unsupported_reason
+from bpebench.algorithms.pipeline.fast_pipeline import (FusedPipeline, _merge_loop_limit, fused_pipeline, new_piece_cache,
+                                                        unsupported_reason)
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.peers import make_peer
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
@@ -518,6 +519,18 @@ def test_cached_ids_equal_uncached_ids(name, batch, slots):
         assert cached.encode_ordinary(text) == expected
         assert cached.encode_to_numpy(text, disallowed_special=()).tolist() == expected
     assert cached.encode_ordinary_batch(batch) == [reference(name).encode_ordinary(t) for t in batch]
+
+
+@pytest.mark.parametrize("slots", [1, 16, 1 << 15])
+def test_every_piece_cache_row_is_one_cache_line(slots):
+    """A row is read whole on every probe: on a line boundary it is one miss, across two it was two
+    (numpy aligns an array to 16 bytes only; the default cache sat 32 bytes off a line)."""
+    cache = new_piece_cache(slots)
+    assert cache.shape == (slots + 1, 8) and cache.strides == (64, 8) and not cache.any()
+    assert cache.ctypes.data % 64 == 0
+    fp = fused_pipeline(load_vocabulary("o200k_base"), slots)
+    fp.encode_list(" a new word, ünseen".encode())
+    assert fp.thread_cache().ctypes.data % 64 == 0 and fp.piece_cache_stats()["filled"] > 0
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])

@@ -245,6 +245,8 @@ KEY_WORDS = 4
 #: a cache row: 4 key words (the fourth holding bytes 24-30, the length in bits 56-60 and the count
 #: of ids minus one in bits 61-63), 4 words of packed ids = one 64-byte line
 CACHE_ROW = 8
+#: bytes in a CPU cache line (where ``new_piece_cache`` puts each row)
+CACHE_LINE = 64
 #: the counters row (the cache's last row): hits, misses, pieces looked up
 CACHE_HITS, CACHE_MISSES, CACHE_LOOKUPS = 0, 1, 2
 _CACHE_M0 = np.uint64(0x9E3779B97F4A7C15)
@@ -262,7 +264,11 @@ def new_piece_cache(slots: int) -> np.ndarray:
     the last row holding the counters. ``slots * 64`` bytes."""
     if slots < 0 or slots & (slots - 1):
         raise ValueError(f"piece cache slots must be 0 or a power of two, not {slots}")
-    return np.zeros((slots + 1, CACHE_ROW), dtype=np.int64)
+    # each row on a cache line of its own: numpy aligns an array to 16 bytes only, and a row across
+    # two lines costs two misses (the probe's prefetch fetches the first)
+    words = np.zeros((slots + 2) * CACHE_ROW, dtype=np.int64)
+    skip = (-words.ctypes.data % CACHE_LINE) // words.itemsize
+    return words[skip:skip + (slots + 1) * CACHE_ROW].reshape(slots + 1, CACHE_ROW)
 
 
 @njit(cache=True, inline="always")
