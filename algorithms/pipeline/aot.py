@@ -36,8 +36,10 @@ compiled for the host CPU, as the JIT is). Edit a kernel and the key changes.
 
 When: the first :class:`~bpebench.algorithms.pipeline.fast_pipeline.FusedPipeline` of a process
 that finds no module builds it (``bpebench compile`` does it on purpose). The
-build replaces numba's JIT compilation of the fused kernels and costs less (about
-40 s here, against 60-80 s). It runs :mod:`.aot_build` in a child process with an empty
+build replaces numba's JIT compilation of the fused kernels, once per installation instead of
+a cache load of about 0.9 s in every process; it compiles every entry point up front, so it
+takes longer than the JIT's first encode (on a 2-core machine 180-300 s against 135-145 s;
+`benchmarks/quick_pipeline.py --only load`). It runs :mod:`.aot_build` in a child process with an empty
 ``NUMBA_CACHE_DIR``, so the module is compiled from the current sources, never from
 stale numba cache entries. It is written under a temporary name and renamed into
 place (atomic); a lock file makes a second process wait for the first one's build.
@@ -575,7 +577,7 @@ def build(plan, *, force: bool = False, verbose: bool = False, announce: bool = 
     kinds matter). An existing valid module is kept unless ``force``. Raises
     AotError (with the child's last error line) when the build fails. ``announce`` prints
     one line on stderr when a build starts and one when it ends (a first use is otherwise
-    silent for half a minute)."""
+    silent for minutes: 3-5 on a 2-core machine)."""
     target = module_dir()
     description = describe(plan)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -589,8 +591,8 @@ def build(plan, *, force: bool = False, verbose: bool = False, announce: bool = 
         _clean_leftovers(target.parent)
         start = time.perf_counter()
         if announce:
-            print("bpebench: compiling the fused pipeline ahead of time (once per installation, about half a"
-                  " minute)...", file=sys.stderr, flush=True)
+            print("bpebench: compiling the fused pipeline ahead of time (once per installation, one to five"
+                  " minutes)...", file=sys.stderr, flush=True)
         try:
             _build_into(target, description, verbose=verbose)
             if announce:
