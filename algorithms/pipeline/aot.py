@@ -404,10 +404,13 @@ _last_cache: list = [None]
 
 
 def _check_cache(cache) -> None:
-    """A piece cache is int64[slots + 1, 8], C-contiguous, writable, ``slots`` 0 or a power of two."""
+    """A piece cache is int64[slots + 1, 8], C-contiguous, writable, ``slots`` 0 or a power of two, and
+    an array of its own: one that owns its memory, or a view that spans all of its owner but the few
+    words ``fast_pipeline.new_piece_cache`` skips to put the rows on cache lines."""
     if not (isinstance(cache, np.ndarray) and cache.dtype == _I64 and cache.ndim == 2 and cache.shape[1] == 8
             and cache.shape[0] >= 1 and cache.flags.c_contiguous and cache.flags.aligned and cache.flags.writeable
-            and cache.flags.owndata):
+            and (cache.flags.owndata or (isinstance(cache.base, np.ndarray) and cache.base.flags.owndata
+                                         and cache.base.nbytes - cache.nbytes <= 64))):
         raise TypeError("cache must be a writable C-contiguous int64[slots + 1, 8] array of its own")
     slots = cache.shape[0] - 1
     if slots & (slots - 1):
