@@ -18,6 +18,7 @@ a test that points ``BPEBENCH_CACHE`` at an empty directory must not start a bui
 
 import importlib
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,12 @@ import pytest
 from bpebench.properties.settings import load_profile
 
 os.environ.setdefault("BPEBENCH_AOT", "0")
+
+# A shell starts background jobs with Ctrl-C ignored, and an ignored signal stays ignored in every
+# process started from there: the tests that interrupt a run would then see it finish instead.
+# Python's own handler here makes the processes the tests start receive Ctrl-C as a terminal would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 load_profile()
 
