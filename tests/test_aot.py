@@ -28,6 +28,10 @@ from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.properties.strategies import pipeline_texts
 
+#: one worker runs this module: its first test builds the module on a clean cache (minutes, one core),
+#: and a second worker reaching ``aot_module`` meanwhile would only wait on the build's lock
+pytestmark = pytest.mark.xdist_group("aot")
+
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((REPO / "tests" / "golden" / "golden.json").read_text(encoding="utf-8"))
 HF_MERGES = "tests/golden/bytelevel_bpe.json"
