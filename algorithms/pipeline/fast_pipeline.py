@@ -1019,7 +1019,7 @@ class FusedPipeline:
     SHORT_PIECE = 24
     #: the limit for pieces that end with a character above U+0FFF (``_merge_loop_limit``): on the
     #: multilingual stream's CJK and kana documents 16 against 24 took 0.90-0.92x the time on o200k,
-    #: 0.83x on cl100k (12 and 9 level with 16)
+    #: 0.83-0.95x on cl100k (12 and 9 level with 16)
     SHORT_PIECE_WIDE = 16
     #: the same when merges run out of priority order: the heap's loop beyond it is slower than
     #: backtracking (about 40 ns a byte), so the merge loop keeps pieces up to 32 bytes
