@@ -8,7 +8,7 @@ those show as xfail with how often their output is invalid, never as skips.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from bpebench.algorithms.core.registry import encoder_names, get_encoder_class, make_encoder
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
@@ -38,10 +38,16 @@ def test_tokenizer_round_trip(algorithm, vocab_name):
     vocab = resolve(vocab_name)
     tokenizer = Tokenizer(vocab, algorithm=make_encoder(algorithm, vocab))
 
+    # SentencePiece writes a space as U+2581 and its decoder turns every U+2581 into a space (the
+    # library itself decodes its encoding of "\u2581" as " "), so one in the text comes back a space
+    escapes = ((vocab.pipeline or {}).get("normalizer") or {}).get("escape_whitespaces", False)
+
     @settings(max_examples=scaled(0.3))
     @given(pipeline_texts())
+    @example("\u2581 a\u2581b")
     def round_trip(text):
-        assert tokenizer.decode(tokenizer.encode_ordinary(text)) == text
+        expected = text.replace("\u2581", " ") if escapes else text
+        assert tokenizer.decode(tokenizer.encode_ordinary(text)) == expected
 
     round_trip()
 
