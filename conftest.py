@@ -55,17 +55,3 @@ def pytest_pycollect_makemodule(module_path, parent):
     if module_path.resolve().parent == _PROPERTIES:
         return _InstalledModule.from_parent(parent, path=module_path)
     return None
-
-
-#: modules whose tests run first: the two workers take tests in collection order, so the longest ones
-#: (the ahead-of-time build, minutes on a clean cache; the mutant runs, 10-70 s each) go early and the
-#: many short ones fill the end, instead of one worker finishing a long test while the other idles
-_FIRST = ("tests/test_aot.py", "properties/test_mutants.py")
-
-
-def pytest_collection_modifyitems(items):
-    def rank(item):
-        path = item.nodeid.split("::", 1)[0]
-        return _FIRST.index(path) if path in _FIRST else len(_FIRST)
-
-    items.sort(key=rank)  # stable: the order within each rank is kept
