@@ -1123,6 +1123,8 @@ class FusedPipeline:
         # ``encode_list`` and ``encode_array`` make their arrays themselves, so they skip the checks
         # of the ahead-of-time wrapper (0.4 us a call; a call on a short text costs about 2 us in all)
         self._encode_own = getattr(self._encode, "unchecked", None) or functools.partial(self._encode, self.plan)
+        self._encode_pieces_own = (getattr(self._encode_pieces, "unchecked", None)
+                                   or functools.partial(self._encode_pieces, self.plan))
 
     def _split_and_encode(self, plan, arr, out, cache) -> int:
         """``encode_utf8`` for a pattern with no compiled pre-tokenizer: ``regex`` splits, the
@@ -1131,7 +1133,12 @@ class FusedPipeline:
         if piece_ends is not None:
             ends = piece_ends(arr)
             if ends is not None:
-                return self._encode_pieces(plan, arr, ends, out, cache) if len(ends) else 0
+                if not len(ends):
+                    return 0
+                # a generated matcher's ends increase to len(arr) by construction: no checks
+                if plan is self.plan:
+                    return self._encode_pieces_own(arr, ends, out, cache)
+                return self._encode_pieces(plan, arr, ends, out, cache)
         text = arr.tobytes().decode("utf-8")
         pieces = self.splitter.split(text)
         if not pieces:
