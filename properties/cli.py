@@ -111,7 +111,7 @@ def cmd_verify(args) -> int:
     results = check_encoder(cls if args.no_isolate else target, vocabularies, args.max_examples, checks=checks,
                             isolate=not args.no_isolate, check_timeout=args.timeout,
                             call_timeout=args.call_timeout, profile=args.profile, seed=args.seed,
-                            on_result=lambda r: (r.status != "n/a" or args.verbose)
+                            exitfirst=args.exitfirst, on_result=lambda r: (r.status != "n/a" or args.verbose)
                             and _print_result(r, verbose=args.verbose))
     skipped: dict[str, set[str]] = {}
     for r in results:
@@ -231,6 +231,8 @@ def register(subparsers) -> None:
                    help=f"seconds (wall clock) per encoder call before it counts as a hang (default {DEFAULT_CALL_TIMEOUT:g})")
     p.add_argument("--no-isolate", action="store_true", help="run in this process (no protection from hangs in compiled code)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the message of passing checks too")
+    p.add_argument("--exitfirst", "-x", action="store_true",
+                   help="stop at the first failing check (the rest are reported as not run)")
     p.add_argument("--seed", type=int, default=None,
                    help="hypothesis seed: other examples for every value (no example database, not derandomized)")
     p.add_argument("--exhaustive", action="store_true",

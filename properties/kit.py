@@ -535,6 +535,7 @@ def check_encoder(
     profile: str | None = None,
     on_result=None,
     seed: int | None = None,
+    exitfirst: bool = False,
 ) -> list[CheckResult]:
     """Run every applicable check on ``encoder`` (a class, ``"module:Class"`` or a registered name).
 
@@ -551,6 +552,8 @@ def check_encoder(
         profile: hypothesis profile (default: ``HYPOTHESIS_PROFILE`` / ``CI``).
         on_result: called with each CheckResult as it arrives.
         seed: a hypothesis seed: other examples for every value (no database, not derandomized).
+        exitfirst: stop at the first failing check (an expected failure of an approximate encoder
+            does not count); the checks after it are reported as not run.
     """
     cls, target = resolve_target(encoder)
     profile = load_profile(profile)
@@ -560,27 +563,48 @@ def check_encoder(
     if not isolate:
         ctx = Context(cls, call_timeout=call_timeout, build_timeout=DEFAULT_BUILD_TIMEOUT)
         results = []
-        hung = None
+        stopped = None
         for check_id, kind in pairs:
-            if hung is None:
+            if stopped is None:
                 r = run_check(cls, check_id, kind, target=target, max_examples=max_examples, ctx=ctx, seed=seed)
-                hung = r if r.hung else None
+                stopped = r if _stops(r, exitfirst) else None
             else:
-                r = not_run(cls, check_id, kind, hung)
+                r = not_run(cls, check_id, kind, stopped)
             results.append(r)
             if on_result:
                 on_result(r)
         return results
     return _run_isolated(cls, target, [[c, k, None] for c, k in pairs], max_examples=max_examples,
                          check_timeout=check_timeout, call_timeout=call_timeout, profile=profile, on_result=on_result,
-                         seed=seed)
+                         seed=seed, exitfirst=exitfirst)
 
 
-def not_run(cls, check_id: str, kind: str, hung: CheckResult) -> CheckResult:
-    """The result of a check skipped because the encoder already hung (no more time on it)."""
+def _not_applicable(cls: type, check_id: str, kind: str) -> bool:
+    """Whether :func:`run_check` would answer ``n/a`` without loading the vocabulary."""
+    if kind != RANDOM and available(kind):
+        return True
+    try:
+        return CHECKS[check_id].applies(cls, kind) is not None
+    except BpebenchError:
+        return True
+
+
+def _stops(r: CheckResult, exitfirst: bool) -> bool:
+    """Whether no check runs after ``r``: the encoder hung (each further check would cost the whole
+    limit), or it failed and the caller asked to stop at the first failure."""
+    return r.hung or (exitfirst and r.passed is False and not r.expected_failure)
+
+
+def not_run(cls, check_id: str, kind: str, stopped: CheckResult) -> CheckResult:
+    """The result of a check skipped after ``stopped``: the encoder hung there (no more time on
+    it), or failed there under ``exitfirst``. A check that does not apply to the encoder or the
+    vocabulary says so (``n/a``) as it would have."""
+    if isinstance(cls, type) and _not_applicable(cls, check_id, kind):
+        return run_check(cls, check_id, kind)  # returns ``n/a`` before running anything
+    why = "the encoder hung in" if stopped.hung else "--exitfirst stopped at the failure in"
     return CheckResult(check=check_id, encoder=getattr(cls, "name", "") or cls.__qualname__,
                        vocabulary=short_name(kind), passed=None,
-                       message=f"{NOT_RUN} the encoder hung in {hung.check} on {hung.vocabulary}")
+                       message=f"{NOT_RUN} {why} {stopped.check} on {stopped.vocabulary}")
 
 
 # ----------------------------------------------------------------------------- worker supervision
@@ -616,7 +640,8 @@ def _start_worker(job: dict, stderr_path: str) -> subprocess.Popen:
     return proc
 
 
-def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeout, profile, on_result, seed=None):
+def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeout, profile, on_result, seed=None,
+                  exitfirst=False):
     """Run ``items`` ([check id, kind, payload JSON or None]) in worker processes, with a watchdog.
 
     A check that overruns ``check_timeout`` (wall clock) has its worker killed and is reported
@@ -641,13 +666,15 @@ def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeo
             proc = _start_worker(job, stderr_path)
             try:
                 remaining = _supervise(proc, remaining, emit, target=target, encoder_name=encoder_name,
-                                       check_timeout=check_timeout, probe_path=probe_path, stderr_path=stderr_path)
+                                       check_timeout=check_timeout, probe_path=probe_path, stderr_path=stderr_path,
+                                       exitfirst=exitfirst, cls=cls)
             finally:
                 _kill(proc)  # also on Ctrl-C or any error here: no worker outlives this call
     return results
 
 
-def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, probe_path, stderr_path) -> list:
+def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, probe_path, stderr_path,
+               exitfirst=False, cls=None) -> list:
     """Read one worker's results; return the items still to run in a fresh worker."""
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
@@ -672,9 +699,9 @@ def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, pr
                                hung=line == "TIMEOUT", check_timeout=check_timeout,
                                returncode=proc.returncode, seconds=time.monotonic() - started)
             emit(lost)
-            if lost.hung:
+            if _stops(lost, exitfirst):
                 for check_id, kind, _ in remaining[done + 1:]:
-                    emit(not_run(_Named(encoder_name), check_id, kind, lost))
+                    emit(not_run(cls or _Named(encoder_name), check_id, kind, lost))
                 return []
             return remaining[done + 1:]
         tag, _, body = line.rstrip("\n").partition(" ")
@@ -683,9 +710,14 @@ def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, pr
             started = time.monotonic()
             deadline = started + check_timeout
         elif tag == "RESULT":
-            emit(CheckResult.from_json(body))
+            result = CheckResult.from_json(body)
+            emit(result)
             done += 1
             current = None
+            if _stops(result, exitfirst):  # the caller kills the worker
+                for check_id, kind, _ in remaining[done:]:
+                    emit(not_run(cls or _Named(encoder_name), check_id, kind, result))
+                return []
             if done == len(remaining):
                 proc.stdin.close()
                 try:

@@ -87,10 +87,15 @@ def test_verify_rejects_mutant_with_a_minimal_counterexample(mutant, capsys):
     # skipped when its first sixteenth predicts a tenth of the limit; seen in a fresh virtualenv),
     # and cut AppendingTruncateKeepsPartialToken's shrinking short (a 201-byte counterexample)
     fast = FAST if mutant.startswith("Hangs") else [*FAST[:-1], "10"]
-    code, out = _verify(capsys, f"bpebench.properties.mutants:{mutant}", *fast, *only)
+    # unless the test names the one check that catches the mutant, verify stops at the first failure
+    # (--exitfirst): the checks after it would only add their shrinking (half of this file's time)
+    first = [] if mutant in CAUGHT_ALONE else ["--exitfirst"]
+    code, out = _verify(capsys, f"bpebench.properties.mutants:{mutant}", *fast, *only, *first)
     assert code == 1, out
     failures = _failures(out)
     assert failures, out
+    if first:
+        assert len(failures) == 1, out
     shortest = min(len(main_bytes(_example(command)) or b"") for _, _, command in failures)
     assert shortest <= 9 or mutant in LONG_INPUTS, out  # shrunk: the longest minimal case needs a 9-byte token
     if mutant in CAUGHT_ALONE:
@@ -154,6 +159,20 @@ def test_chunking_mutants_are_reported_as_chunking_faults(function, capsys, monk
     failing = {check for check, _, _ in _failures(out)}
     assert failing == {function.replace("split_at_tokens", "split-at-n").replace("count_till_limit", "count-till-limit")}, out
     assert "chunking fault (not the encoder's" in out, out
+
+
+def test_exitfirst_stops_the_worker_at_the_first_failure():
+    """In worker processes (verify's default): RightmostTieBreak fails equals-naive and token-bytes;
+    with --exitfirst token-bytes is not run."""
+    command = [sys.executable, "-m", "bpebench", "verify", "bpebench.properties.mutants:RightmostTieBreak", "--profile",
+               "ci", "--vocab", "random", "--check", "output-types,equals-naive,token-bytes"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "1 pass, 2 FAIL in" in proc.stdout, proc.stdout + proc.stderr
+    proc = subprocess.run([*command, "--exitfirst"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"equals-naive .* FAIL", proc.stdout) and re.search(r"token-bytes .* not run", proc.stdout), proc.stdout
+    assert "not run: --exitfirst stopped at the failure in equals-naive on random" in proc.stdout, proc.stdout
+    assert "1 pass, 1 FAIL, 1 not run" in proc.stdout, proc.stdout
 
 
 def test_verify_kills_a_worker_hung_in_compiled_code():
