@@ -286,14 +286,7 @@ def run_check(
         return CheckResult(check=check_id, encoder=encoder_name, vocabulary=label,
                            seconds=round(time.perf_counter() - start, 3), **kw)
 
-    if kind != RANDOM:
-        reason = available(kind)
-        if reason:
-            return result(passed=None, message=reason)
-    try:
-        reason = check.applies(cls, kind)
-    except BpebenchError as exc:
-        reason = str(exc)
+    reason = _not_applicable(cls, check_id, kind)
     if not reason and kind != RANDOM:
         try:
             reason = refusal(cls, resolve(kind))
@@ -579,14 +572,17 @@ def check_encoder(
                          seed=seed, exitfirst=exitfirst)
 
 
-def _not_applicable(cls: type, check_id: str, kind: str) -> bool:
-    """Whether :func:`run_check` would answer ``n/a`` without loading the vocabulary."""
-    if kind != RANDOM and available(kind):
-        return True
+def _not_applicable(cls: type, check_id: str, kind: str) -> str | None:
+    """Why the check does not apply (the vocabulary is not available here, or the check does not
+    fit the encoder or the vocabulary kind), found without loading the vocabulary; else None."""
+    if kind != RANDOM:
+        reason = available(kind)
+        if reason:
+            return reason
     try:
-        return CHECKS[check_id].applies(cls, kind) is not None
-    except BpebenchError:
-        return True
+        return CHECKS[check_id].applies(cls, kind)
+    except BpebenchError as exc:
+        return str(exc)
 
 
 def _stops(r: CheckResult, exitfirst: bool) -> bool:
@@ -599,12 +595,12 @@ def not_run(cls, check_id: str, kind: str, stopped: CheckResult) -> CheckResult:
     """The result of a check skipped after ``stopped``: the encoder hung there (no more time on
     it), or failed there under ``exitfirst``. A check that does not apply to the encoder or the
     vocabulary says so (``n/a``) as it would have."""
-    if isinstance(cls, type) and _not_applicable(cls, check_id, kind):
-        return run_check(cls, check_id, kind)  # returns ``n/a`` before running anything
-    why = "the encoder hung in" if stopped.hung else "--exitfirst stopped at the failure in"
+    reason = _not_applicable(cls, check_id, kind)
+    if not reason:
+        why = "the encoder hung in" if stopped.hung else "--exitfirst stopped at the failure in"
+        reason = f"{NOT_RUN} {why} {stopped.check} on {stopped.vocabulary}"
     return CheckResult(check=check_id, encoder=getattr(cls, "name", "") or cls.__qualname__,
-                       vocabulary=short_name(kind), passed=None,
-                       message=f"{NOT_RUN} {why} {stopped.check} on {stopped.vocabulary}")
+                       vocabulary=short_name(kind), passed=None, message=reason)
 
 
 # ----------------------------------------------------------------------------- worker supervision
@@ -674,7 +670,7 @@ def _run_isolated(cls, target, items, *, max_examples, check_timeout, call_timeo
 
 
 def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, probe_path, stderr_path,
-               exitfirst=False, cls=None) -> list:
+               exitfirst, cls) -> list:
     """Read one worker's results; return the items still to run in a fresh worker."""
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
@@ -701,7 +697,7 @@ def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, pr
             emit(lost)
             if _stops(lost, exitfirst):
                 for check_id, kind, _ in remaining[done + 1:]:
-                    emit(not_run(cls or _Named(encoder_name), check_id, kind, lost))
+                    emit(not_run(cls, check_id, kind, lost))
                 return []
             return remaining[done + 1:]
         tag, _, body = line.rstrip("\n").partition(" ")
@@ -716,7 +712,7 @@ def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, pr
             current = None
             if _stops(result, exitfirst):  # the caller kills the worker
                 for check_id, kind, _ in remaining[done:]:
-                    emit(not_run(cls or _Named(encoder_name), check_id, kind, result))
+                    emit(not_run(cls, check_id, kind, result))
                 return []
             if done == len(remaining):
                 proc.stdin.close()
@@ -727,13 +723,6 @@ def _supervise(proc, remaining, emit, *, target, encoder_name, check_timeout, pr
                 return []
         elif tag == "ERROR":
             raise BpebenchError(json.loads(body))
-
-
-class _Named:
-    """Stands for an encoder class that is known only by name (in the parent of a worker)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
 
 def _lost_check(target, encoder_name, item, probe_path, stderr_path, *, hung, check_timeout, returncode,
