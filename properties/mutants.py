@@ -16,7 +16,7 @@ None of these is registered: they exist for the kit only. Plain Python, O(n^2)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from bpebench.algorithms.kernels.jit import njit  # its disk cache shared like the kernels'
 
 from bpebench.algorithms.kernels.compiled import NEVER, compile_vocabulary, pair_lookup
 from bpebench.algorithms.pipeline.chunking import count_till_limit as _real_count_till_limit

@@ -408,6 +408,40 @@ def test_disk_cache_is_stale_once_a_callee_module_changes(tmp_path):
     assert run() == "2"
 
 
+def test_disk_cache_is_shared_by_copies_of_the_same_sources(tmp_path):
+    """Without ``NUMBA_CACHE_DIR``, compiled kernels are cached by the sources' contents, not their
+    path or modification time: a second copy of the package (a fresh checkout, a new virtualenv)
+    loads what the first compiled; an edited callee in either is compiled again."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("NUMBA_DISABLE_JIT=1: no compiled code at all")
+    script = ("from algorithms.kernels.zz_caller import call; v = call(); "
+              "print(v, call.stats.cache_hits.get(call.signatures[0], 0))")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "home-cache")
+
+    def copy(name: str, callee: int) -> Path:
+        place = tmp_path / name
+        shutil.copytree(REPO / "algorithms", place / "algorithms", ignore=shutil.ignore_patterns("__pycache__"))
+        (place / "algorithms" / "kernels" / "zz_caller.py").write_text(CALLER)
+        (place / "algorithms" / "kernels" / "zz_callee.py").write_text(CALLEE.format(callee))
+        return place
+
+    def run(place: Path) -> str:
+        done = subprocess.run([sys.executable, "-c", script], cwd=place, env={**env, "PYTHONPATH": str(place)},
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    first, second, edited = copy("first", 1), copy("second", 1), copy("edited", 2)
+    assert run(first) == "1 0"  # compiled
+    assert run(second) == "1 1"  # loaded: another path, other modification times, the same contents
+    assert run(edited) == "2 0"  # a callee differs: compiled again
+    assert run(first) == "1 1"
+    states = list((tmp_path / "home-cache" / "bpebench" / "numba").iterdir())
+    assert len(states) == 2 and all(list(state.rglob("*zz_caller*.nbi")) for state in states)
+    assert not list(first.rglob("*.nbi"))  # nothing beside the sources
+
+
 # ============================================================================= the id-list helper (id_lists.c)
 def test_helper_builds_the_lists_tolist_builds(aot_module, pipelines):
     helper = aot_module.id_lists

@@ -194,25 +194,111 @@ def _kernel_sources_digest() -> str:
 
 
 def _stamped(dispatcher):
-    """Make numba's on-disk cache of ``dispatcher`` stale when any kernel module changes.
+    """Make numba's on-disk cache of ``dispatcher`` stale when any kernel module changes, and
+    shared by every copy of the same sources.
 
     numba stamps a cached function with its own file only, yet callees from other
     modules are compiled into it: after an edit of ``matching.py`` the cached
     ``backtrack_piece`` kept the old code (it once gave misleading timings). The stamp
     is extended with the contents of every kernel module of this package, so an edit
-    anywhere recompiles every cached kernel once. This touches numba internals
-    (``Dispatcher._cache._cache_file._source_stamp``, numba 0.5x-0.6x); where they
-    differ, nothing changes. Functions from outside this package are left alone."""
+    anywhere recompiles every cached kernel once.
+
+    numba keeps its cache beside the sources (``__pycache__``) and stamps it with the
+    file's modification time, so a fresh checkout or a new virtualenv of the same code
+    compiled everything again (minutes of the test suite). Unless ``NUMBA_CACHE_DIR``
+    chooses numba's own layout, the cache lives in :func:`kernel_cache_dir` instead,
+    one directory per state of the sources, stamped with their contents alone.
+
+    This touches numba internals (``Dispatcher._cache._cache_file``, numba 0.5x-0.6x);
+    where they differ, nothing changes. Functions from outside this package are left
+    alone."""
     module = sys.modules.get(getattr(getattr(dispatcher, "py_func", None), "__module__", "") or "")
     source = getattr(module, "__file__", None)
-    if not source or not os.path.realpath(source).startswith(ALGORITHMS_ROOT + os.sep):
+    if not source:
         return dispatcher
-    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    inside = os.path.realpath(source).startswith(ALGORITHMS_ROOT + os.sep)
+    if not inside and not module.__name__.startswith("bpebench."):
+        return dispatcher
+    cache = getattr(dispatcher, "_cache", None)
+    cache_file = getattr(cache, "_cache_file", None)
     stamp = getattr(cache_file, "_source_stamp", None)
-    if stamp is not None:
-        cache_file._source_stamp = (stamp, _kernel_sources_digest())
+    if stamp is None:
+        return dispatcher
+    directory = None if os.environ.get("NUMBA_CACHE_DIR") else kernel_cache_dir()
+    if directory is None:
+        if inside:
+            cache_file._source_stamp = (stamp, _kernel_sources_digest())
+    else:
+        import hashlib
+
+        try:
+            with open(source, "rb") as f:
+                own = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            return dispatcher
+        place = os.path.join(directory, module.__name__)
+        cache._cache_path = cache_file._cache_path = place
+        cache_file._index_path = os.path.join(place, cache_file._index_name)
+        cache_file._source_stamp = (_kernel_sources_digest(), own)
+        _save_into(cache_file, place)
     _guard_cache_file(cache_file)
     return dispatcher
+
+
+#: states of the kernel sources whose compiled code is kept (the newest by use)
+KEEP_KERNEL_CACHES = 4
+_kernel_dir: list[str | None] = []
+
+
+def kernel_cache_dir() -> str | None:
+    """The directory of this state of the kernel sources in the compiled-kernel cache:
+    ``$XDG_CACHE_HOME/bpebench/numba/<digest>`` (else ``~/.cache/...``), or None when it
+    cannot be made. ``BPEBENCH_CACHE`` does not move it: the tests point that at empty
+    directories, and their subprocesses would compile every kernel again.
+    The oldest states beyond :data:`KEEP_KERNEL_CACHES` are removed."""
+    if not _kernel_dir:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "bpebench", "numba")
+        here = os.path.join(root, _kernel_sources_digest()[:20])
+        try:
+            os.makedirs(here, exist_ok=True)
+            os.utime(here)
+        except OSError:
+            here = None
+        else:
+            _prune(root, here)
+        _kernel_dir.append(here)
+    return _kernel_dir[0]
+
+
+def _prune(root: str, here: str) -> None:
+    import shutil
+    import time
+
+    try:
+        states = [os.path.join(root, name) for name in os.listdir(root)]
+        states.sort(key=os.path.getmtime, reverse=True)
+    except OSError:
+        return
+    for old in states[KEEP_KERNEL_CACHES:]:
+        # an hour's grace: a process of another checkout may still be writing there
+        if old != here and time.time() - os.path.getmtime(old) > 3600:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _save_into(cache_file, place: str) -> None:
+    """numba writes into a directory it made when the dispatcher was created; this one is made
+    on the first save, and a save that cannot be written is skipped (the code still runs)."""
+    save = cache_file.save
+
+    def save_made(key, data):
+        try:
+            os.makedirs(place, exist_ok=True)
+            save(key, data)
+        except OSError:
+            pass
+
+    cache_file.save = save_made
 
 
 def guard_disk_cache(dispatcher) -> None:
