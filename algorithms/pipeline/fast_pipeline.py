@@ -152,6 +152,7 @@ from ..heap import heap_piece
 from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
+from ..kernels.cut_points import can_cut, crossing_set
 from .pretokenize_bits import (BITMAP_COLUMNS, ascii_bitmaps, ascii_bitmaps_into, bitmap_rows, class_bitmaps,
                                letter_bitmaps, letter_bitmaps_into, piece_starts, piece_starts_into,
                                start_words)
@@ -186,6 +187,7 @@ class Plan(NamedTuple):
     # merges out of priority order (``kernels.out_of_order``); both empty when they run in order
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
+    crossing: np.ndarray  # uint64: ``cut_points.crossing_set``, where a long piece may be cut
 
 
 class HeapScratch(NamedTuple):
@@ -194,6 +196,7 @@ class HeapScratch(NamedTuple):
 
     pair_keys: np.ndarray  # int64
     pair_vals: np.ndarray  # int32
+    crossing: np.ndarray  # uint64: ``cut_points.crossing_set``
     token: np.ndarray  # int32[n]
     prev: np.ndarray  # int32[n]
     queue: np.ndarray  # int64[3n + 1]
@@ -386,9 +389,37 @@ def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_flo
         return merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
                                  token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
     if heap.queue.shape[0] > 0:
-        return heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, piece_start, piece_end,
-                          heap.token, heap.prev, heap.queue, out, n_out)
+        return _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
+                          token_offset, short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out)
     return backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
+
+
+@njit(cache=True, _nrt=False)
+def _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+               short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out):
+    """Append the ids of a long piece when merges run out of priority order: cut where no merge can
+    join the two sides (``cut_points``; exact), each part through the merge loop up to ``short_limit``
+    bytes, the heap's loop beyond. CJK runs fall into parts of a character or two, which the merge
+    loop takes at a fraction of the heap's cost a byte."""
+    part = piece_start
+    for p in range(piece_start + 1, piece_end - 1):
+        if data[p] >= 0xC0 and can_cut(heap.crossing, data, p, piece_end):
+            n_out = _merge_or_heap(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors,
+                                   token_of_rank, token_offset, short_limit, data, part, p, parts, ranks, heap,
+                                   out, n_out)
+            part = p
+    return _merge_or_heap(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
+                          token_offset, short_limit, data, part, piece_end, parts, ranks, heap, out, n_out)
+
+
+@njit(cache=True, inline="always")
+def _merge_or_heap(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+                   short_limit, data, start, end, parts, ranks, heap, out, n_out):
+    if end - start <= short_limit:
+        return merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+                                 token_offset, data, start, end, parts, ranks, out, n_out)
+    return heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, start, end, heap.token, heap.prev,
+                      heap.queue, out, n_out)
 
 
 @njit(cache=True, inline="always")
@@ -705,7 +736,7 @@ def _scratch(plan, work, n, span):
      total) = _scratch_layout(plan, n, span)
     size = max(plan.short_limit, 1)
     heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
-    heap = HeapScratch(plan.live_pair_keys, plan.live_pair_vals, work[token:prev].view(np.int32)[:heap_n],
+    heap = HeapScratch(plan.live_pair_keys, plan.live_pair_vals, plan.crossing, work[token:prev].view(np.int32)[:heap_n],
                        work[prev:queue].view(np.int32)[:heap_n], work[queue:bitmaps])
     return (work[chunk_ints:chunk_keys].reshape((WINDOW, 3)),
             work[chunk_keys:ranks].view(np.uint64).reshape((WINDOW, KEY_WORDS)),
@@ -1050,6 +1081,7 @@ class FusedPipeline:
         short = short_piece_tables(vocabulary, tables, matcher)
         unreachable = bool(short["unreachable"][0])
         live_pair_keys, live_pair_vals = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        crossing = np.zeros(0, dtype=np.uint64)
         self.out_of_order = rank_order_break(vocabulary) is not None
         if self.out_of_order:
             # the definition's own merges and the tokens BPE produces from their own bytes
@@ -1068,6 +1100,7 @@ class FusedPipeline:
                          medium_tokens=medium_lookup, long_tokens=long_lookup)
             unreachable = False
             live_pair_keys, live_pair_vals = live["pair_keys"], live["pair_vals"]
+            crossing = crossing_set(tables.token_bytes, tables.token_start)
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
@@ -1097,7 +1130,7 @@ class FusedPipeline:
                          short["long_tokens"],
                          short["byte_pair_ranks"], short["atom_floors"], merges_by_rank, int(short["token_offset"][0]), short_limit,
                          wide_limit,
-                         live_pair_keys, live_pair_vals)
+                         live_pair_keys, live_pair_vals, crossing)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
         new_piece_cache(self.piece_cache_slots)  # refuses a bad size now rather than in a call
