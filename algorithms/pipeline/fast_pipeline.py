@@ -381,45 +381,63 @@ def _merge_loop_limit(short_limit, wide_limit, data, start, end):
 @njit(cache=True, inline="always")
 def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
                short_limit,
-               data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out):
+               data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache):
     """Append the ids of a piece that is not one token: the merge loop up to ``short_limit``
     bytes, backtracking (linear) beyond; when merges run out of priority order (``heap``
-    scratch given) the heap encoder's O(L log L) loop beyond."""
+    scratch given) :func:`_cut_piece` beyond."""
     if piece_end - piece_start <= short_limit:
         return merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
                                  token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
     if heap.queue.shape[0] > 0:
         return _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
-                          token_offset, short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out)
+                          token_offset, short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out,
+                          cache)
     return backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
 
 
 @njit(cache=True, _nrt=False)
 def _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
-               short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out):
+               short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out, cache):
     """Append the ids of a long piece when merges run out of priority order: cut where no merge can
-    join the two sides (``cut_points``; exact), each part through the merge loop up to ``short_limit``
-    bytes, the heap's loop beyond. CJK runs fall into parts of a character or two, which the merge
-    loop takes at a fraction of the heap's cost a byte."""
+    join the two sides (``cut_points``; exact), each part through :func:`_part`. CJK runs fall into
+    parts of a character or two, which repeat: the piece cache or the merge loop takes them at a
+    fraction of the heap's cost a byte."""
     part = piece_start
     for p in range(piece_start + 1, piece_end - 1):
         if data[p] >= 0xC0 and can_cut(heap.crossing, data, p, piece_end):
-            n_out = _merge_or_heap(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors,
-                                   token_of_rank, token_offset, short_limit, data, part, p, parts, ranks, heap,
-                                   out, n_out)
+            n_out = _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
+                          token_offset, short_limit, data, part, p, parts, ranks, heap, out, n_out, cache)
             part = p
-    return _merge_or_heap(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
-                          token_offset, short_limit, data, part, piece_end, parts, ranks, heap, out, n_out)
+    return _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+                 short_limit, data, part, piece_end, parts, ranks, heap, out, n_out, cache)
 
 
 @njit(cache=True, inline="always")
-def _merge_or_heap(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
-                   short_limit, data, start, end, parts, ranks, heap, out, n_out):
-    if end - start <= short_limit:
-        return merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
-                                 token_offset, data, start, end, parts, ranks, out, n_out)
-    return heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, start, end, heap.token, heap.prev,
-                      heap.queue, out, n_out)
+def _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+          short_limit, data, start, end, parts, ranks, heap, out, n_out, cache):
+    """Append BPE of the part ``data[start:end]`` of a cut piece: from the piece cache when it holds
+    those bytes, else the merge loop up to ``short_limit`` bytes and the heap's loop beyond (kept in
+    the cache). A part shares the rows of pieces with the same bytes: a piece's row holds BPE of its
+    bytes too, since a piece that is one token is looked up before the cache is."""
+    length = end - start
+    cache_slots = cache.shape[0] - 1
+    cached = cache_slots > 0 and length <= CACHE_MAX_BYTES
+    if cached:
+        w0, w1, w2, w3 = _cache_key(data, start, end)
+        slot = _cache_slot(w0, w1, w2, w3, length, cache_slots - 1)
+        count = _cache_get(cache, slot, w0, w1, w2, w3, length, out, n_out)
+        if count >= 0:
+            return n_out + count
+    first = n_out
+    if length <= short_limit:
+        n_out = merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+                                  token_offset, data, start, end, parts, ranks, out, n_out)
+    else:
+        n_out = heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, start, end, heap.token,
+                           heap.prev, heap.queue, out, n_out)
+    if cached and n_out - first <= CACHE_MAX_IDS:
+        _cache_put(cache, slot, w0, w1, w2, w3, length, out, first, n_out - first)
+    return n_out
 
 
 @njit(cache=True, inline="always")
@@ -441,14 +459,14 @@ def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, ato
             return n_out + count, 1, 1
         first = n_out
         n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
-                           short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
+                           short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache)
         if n_out - first <= CACHE_MAX_IDS:
             _cache_put(cache, cache_slot, w0, w1, w2, w3, length, out, first, n_out - first)
         return n_out, 1, 0
     if length > _MEMO_MAX_PIECE:
         # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
         return _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
-                          short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out), 0, 0
+                          short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache), 0, 0
     # without the piece cache (or longer than its keys): the call's memo, which points at the
     # piece's earlier bytes and ids in ``data`` and ``out``
     key = np.int64(fnv1a(data, piece_start, piece_end))
@@ -460,7 +478,7 @@ def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, ato
         return n_out + count, 0, 0
     first = n_out
     n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
-                       short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out)
+                       short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache)
     memo[slot, 0] = key
     memo[slot, 1] = piece_start
     memo[slot, 2] = first
