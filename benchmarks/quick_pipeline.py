@@ -27,7 +27,7 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
-   Llama-3-shaped) against o200k.
+   Llama-3-shaped) against o200k, with and without cutting long pieces.
 5. ``repeat``: the labelled best-of-N figure on one text (``prose-en``, ``code-python``,
    ``udhr-all``; interleaved rounds, or ``--back-to-back``): it rewards caches.
 6. ``worst``: one unsplittable piece (random lowercase letters) of 10 kB, 100 kB and
@@ -621,22 +621,40 @@ def table_patterns() -> None:
 def table_order() -> None:
     """o200k next to a Llama-3-shaped o200k: its ranks as an HF merge list (one merge per token,
     whole-piece lookup as ``ignore_merges``) with 2% of the merges listed just before their later
-    part's, so that BPE runs them out of priority order; both fused. Also the reference path
-    such vocabularies took before (``regex`` + ``heap``). Unseen, one CPU, all three in one
-    process taking turns document by document."""
+    part's, so that BPE runs them out of priority order; both fused. Also the same without cutting
+    long pieces, and the reference path such vocabularies took before (``regex`` + ``heap``).
+    Unseen, one CPU, all four in one process taking turns document by document."""
     from bpebench.algorithms.kernels.compiled import rank_order_break
     from bpebench.benchmarks import protocol
     from bpebench.properties.vocabularies import as_merge_list, break_merge_order
 
+    import numpy as np
+
+    from bpebench.algorithms.kernels.cut_points import WORDS
+    from bpebench.algorithms.pipeline import fast_pipeline
+
     protocol.pin_to_one_cpu()
     base = load_vocabulary("o200k_base")
-    shaped = break_merge_order(as_merge_list(base), 0.02, seed=1)
+
+    def shape():
+        return break_merge_order(as_merge_list(base), 0.02, seed=1)
+
+    shaped = shape()
     assert rank_order_break(shaped) is not None
     start = time.perf_counter()
     shaped_fused = Tokenizer(shaped)
     set_up = time.perf_counter() - start
     assert shaped_fused.fused
+    # the same without cutting long pieces (every position "crossed"); a vocabulary of its own, so
+    # that neither reads the other's table rows warm
+    crossing_set = fast_pipeline.crossing_set
+    fast_pipeline.crossing_set = lambda *_: np.full(WORDS, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    try:
+        uncut = Tokenizer(shape())
+    finally:
+        fast_pipeline.crossing_set = crossing_set
     functions = {"out of order, fused": shaped_fused.encode_ordinary,
+                 "out of order, no cutting": uncut.encode_ordinary,
                  "out of order, regex + heap (before)": Tokenizer(shaped, algorithm="heap").encode_ordinary,
                  "o200k, fused": Tokenizer(base).encode_ordinary}
 
@@ -651,7 +669,8 @@ def table_order() -> None:
         seconds = protocol.time_unseen(functions, text_stream, check)
         rates = "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
                           for name, t in seconds.items())
-        print(f"  {kind:13s} {rates}  ratio {seconds['o200k, fused'] / seconds['out of order, fused']:.2f}")
+        print(f"  {kind:13s} {rates}  ratio {seconds['o200k, fused'] / seconds['out of order, fused']:.2f}"
+              f"  (no cutting {seconds['o200k, fused'] / seconds['out of order, no cutting']:.2f})")
 
 
 # ----------------------------------------------------------------------------- 5. repeat
