@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -437,9 +438,16 @@ def test_disk_cache_is_shared_by_copies_of_the_same_sources(tmp_path):
     assert run(second) == "1 1"  # loaded: another path, other modification times, the same contents
     assert run(edited) == "2 0"  # a callee differs: compiled again
     assert run(first) == "1 1"
-    states = list((tmp_path / "home-cache" / "bpebench" / "numba").iterdir())
+    root = tmp_path / "home-cache" / "bpebench" / "numba"
+    states = list(root.iterdir())
     assert len(states) == 2 and all(list(state.rglob("*zz_caller*.nbi")) for state in states)
     assert not list(first.rglob("*.nbi"))  # nothing beside the sources
+    for k in range(5):  # states of other sources, unused for two hours: all but the newest go
+        stale = root / f"stale{k}"
+        stale.mkdir()
+        os.utime(stale, (time.time() - 7200 - k, time.time() - 7200 - k))
+    assert run(first) == "1 1"
+    assert sorted(p.name for p in root.iterdir()) == sorted([*(s.name for s in states), "stale0", "stale1"])
 
 
 # ============================================================================= the id-list helper (id_lists.c)

@@ -282,8 +282,11 @@ def _prune(root: str, here: str) -> None:
         return
     for old in states[KEEP_KERNEL_CACHES:]:
         # an hour's grace: a process of another checkout may still be writing there
-        if old != here and time.time() - os.path.getmtime(old) > 3600:
-            shutil.rmtree(old, ignore_errors=True)
+        try:
+            if old != here and time.time() - os.path.getmtime(old) > 3600:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # removed meanwhile by another process
+            continue
 
 
 def _save_into(cache_file, place: str) -> None:
