@@ -229,12 +229,8 @@ def _stamped(dispatcher):
         if inside:
             cache_file._source_stamp = (stamp, _kernel_sources_digest())
     else:
-        import hashlib
-
-        try:
-            with open(source, "rb") as f:
-                own = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
+        own = _file_digest(source)
+        if own is None:
             return dispatcher
         place = os.path.join(directory, module.__name__)
         cache._cache_path = cache_file._cache_path = place
@@ -243,6 +239,18 @@ def _stamped(dispatcher):
         _save_into(cache_file, place)
     _guard_cache_file(cache_file)
     return dispatcher
+
+
+@functools.lru_cache(maxsize=None)
+def _file_digest(path: str) -> str | None:
+    """sha256 of a module's file, read once per process (a module holds dozens of dispatchers)."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 #: states of the kernel sources whose compiled code is kept (the newest by use)

@@ -1118,7 +1118,9 @@ class FusedPipeline:
                          medium_tokens=medium_lookup, long_tokens=long_lookup)
             unreachable = False
             live_pair_keys, live_pair_vals = live["pair_keys"], live["pair_vals"]
-            crossing = crossing_set(tables.token_bytes, tables.token_start)
+            if "crossing" not in live:  # kept with the vocabulary's other out-of-order tables
+                live["crossing"] = crossing_set(tables.token_bytes, tables.token_start)
+            crossing = live["crossing"]
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
         merges_by_rank = short["token_of_rank"]
