@@ -71,7 +71,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from bpebench import corpora  # noqa: E402
 from bpebench.algorithms.formats import _package_file, load_vocabulary  # noqa: E402
-from bpebench.algorithms.formats.patterns import resolve_pattern  # noqa: E402
+from bpebench.algorithms.formats.patterns import PATTERNS, resolve_pattern  # noqa: E402
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer  # noqa: E402
 
 VOCABS = ["cl100k_base", "o200k_base"]
@@ -595,6 +595,8 @@ def table_cache(vocabs: list[str], rounds: int) -> None:
 
 
 CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
+#: o200k's pattern with a last branch ``\s`` that never wins (``\s+`` before it always matches)
+RESPELLED_O200K = PATTERNS["o200k"] + r"|\s"
 
 
 def table_patterns() -> None:
@@ -605,17 +607,80 @@ def table_patterns() -> None:
 
     protocol.pin_to_one_cpu()
     base = load_vocabulary("o200k_base")
+    from bpebench.algorithms.pipeline.pretokenize_program import program_pretokenizer
+
     custom = Vocabulary.from_ranks(list(base.tokens), name="o200k-custom-pattern", pattern=CUSTOM_PATTERN)
+    # its own copy of the vocabulary: two Tokenizers of one vocabulary share its tables, and the one
+    # that runs second on a document would find their rows in the caches
+    backtracking = Tokenizer(Vocabulary.from_ranks(list(base.tokens), name="o200k-custom-pattern-2",
+                                                   pattern=CUSTOM_PATTERN))
+    backtracking._fused.splitter = program_pretokenizer(CUSTOM_PATTERN, engine="backtracking")
+    # o200k's own pattern with a branch that never wins: the same pieces, but no built-in scanner
+    # knows it (a file whose pattern suits its vocabulary, spelled its own way)
+    respelled = Vocabulary.from_ranks(list(base.tokens), name="o200k-respelled", pattern=RESPELLED_O200K)
     functions = {"o200k, compiled pre-tokenizer": Tokenizer(base).encode_ordinary,
                  "mistral_tekken (tekken.json), compiled pre-tokenizer": Tokenizer("mistral_tekken").encode_ordinary,
-                 "custom pattern: generated matcher + compiled BPE": Tokenizer(custom).encode_ordinary,
+                 "o200k respelled: transducer + compiled BPE": Tokenizer(respelled).encode_ordinary,
+                 "custom pattern: transducer + compiled BPE": Tokenizer(custom).encode_ordinary,
+                 "custom pattern: generated backtracking matcher + compiled BPE": backtracking.encode_ordinary,
                  "custom pattern: reference path": Tokenizer(custom, pretokenizer="regex").encode_ordinary}
-    print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN} (unseen, one CPU, 400 kB per kind): MB/s")
+    print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN}, and with o200k's pattern + '|\\s' "
+          "(unseen, one CPU, 400 kB per kind): MB/s")
     for kind in protocol.KINDS:
         text_stream = protocol.stream(kind, warm_bytes=100_000, measured_bytes=400_000)
         seconds = protocol.time_unseen(functions, text_stream)
         print(f"  {kind:13s} " + "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
                                          for name, t in seconds.items()))
+
+
+PAIR_PATTERNS = {"custom": CUSTOM_PATTERN, "o200k respelled": RESPELLED_O200K}
+
+
+def table_pattern_pairs(cpu: int | None) -> None:
+    """The headline protocol for a pattern no built-in scanner knows: a fresh process per (pattern,
+    engine) in which o200k and that file alone take turns document by document (1.1 MB per kind);
+    the ratio is o200k's time ÷ the file's (at least 0.77 = within 1.3x)."""
+    print("\npattern pairs: o200k's ranks with another pattern, beside o200k itself (unseen, one CPU,"
+          " one fresh process per row): MB/s of o200k / of the file, and o200k's time ÷ the file's")
+    print(f"  {'':36s}" + "".join(f"{kind:>26s}" for kind in protocol_kinds()))
+    for name in PAIR_PATTERNS:
+        for engine in ("transducer", "backtracking"):
+            args = [sys.executable, __file__, "--child-pattern", name, engine]
+            if cpu is not None:
+                args += ["--cpu", str(cpu)]
+            done = subprocess.run(args, capture_output=True, text=True, timeout=1800)
+            if done.returncode != 0:
+                print(f"  {name}, {engine}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+                continue
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"  {name + ', ' + engine:36s}" + "".join(f"{f'{a:.0f} / {b:.0f}  {r:.2f}':>26s}" for a, b, r in row))
+
+
+def protocol_kinds() -> tuple:
+    from bpebench.benchmarks import protocol
+
+    return protocol.KINDS
+
+
+def pattern_pair_child(name: str, engine: str, cpu: int | None) -> list:
+    from bpebench.algorithms.formats.vocabulary import Vocabulary
+    from bpebench.algorithms.pipeline.pretokenize_program import program_pretokenizer
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu(cpu)
+    pattern = PAIR_PATTERNS[name]
+    base = load_vocabulary("o200k_base")
+    other = Tokenizer(Vocabulary.from_ranks(list(base.tokens), name=f"o200k-{name}", pattern=pattern))
+    if other._fused.splitter.engine != engine:
+        other._fused.splitter = program_pretokenizer(pattern, engine=engine)
+    functions = {"o200k": Tokenizer(base).encode_ordinary, name: other.encode_ordinary}
+    row = []
+    for kind in protocol.KINDS:
+        text_stream = protocol.stream(kind)
+        seconds = protocol.time_unseen(functions, text_stream)
+        row.append((protocol.mb_per_s(text_stream.measured_bytes, seconds["o200k"]),
+                    protocol.mb_per_s(text_stream.measured_bytes, seconds[name]), seconds["o200k"] / seconds[name]))
+    return row
 
 
 def table_order() -> None:
@@ -966,7 +1031,7 @@ def table_short_batches(ours, encoding, fast, rounds: int) -> None:
 
 
 # ----------------------------------------------------------------------------- main
-TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "order", "serial", "repeat", "worst",
+TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "order", "serial", "repeat", "worst",
           "batch", "load", "calls")
 
 
@@ -981,6 +1046,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="wall time (default) or the process's CPU time, for a machine shared with busy"
                              " neighbours (sets BPEBENCH_BENCH_CLOCK, which child processes inherit)")
     parser.add_argument("--child-unseen", nargs=3, metavar=("VOCAB", "PEER", "VARIANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-pattern", nargs=2, metavar=("PATTERN", "ENGINE"), help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
     parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
     parser.add_argument("--hf", action="store_true", help="include HF tokenizers (about 1.5 MB/s)")
@@ -994,6 +1060,9 @@ def main(argv: list[str] | None = None) -> None:
         protocol.clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.child_unseen:
         print(json.dumps(unseen_child(*args.child_unseen, args.cpu)))
+        return
+    if args.child_pattern:
+        print(json.dumps(pattern_pair_child(*args.child_pattern, args.cpu)))
         return
     only = set(args.only.split(","))
     unknown_tables = sorted(only - set(TABLES))
@@ -1024,6 +1093,8 @@ def main(argv: list[str] | None = None) -> None:
         table_cache(vocabs, args.repeat)
     if "patterns" in only:
         table_patterns()
+    if "pattern-pairs" in only:
+        table_pattern_pairs(args.cpu)
     if "order" in only:
         table_order()
     if "serial" in only:

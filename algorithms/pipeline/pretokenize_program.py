@@ -123,6 +123,15 @@ def _item_code(program, item: int, end_item: int, depth: int, indent: str) -> li
     return [f"{indent}if {tests[kind]}:", f"{indent}    {t} = {s}", *rest("    ")]
 
 
+def _rest_cannot_start_in_class(program, item: int, end_item: int, k: int) -> bool:
+    """Whether the items after ``item`` need a first character that no character of class ``k`` is."""
+    needed = _start_mask(program, item + 1, end_item)
+    if needed == _ANY_CLASS:
+        return False
+    words = program.kind_classes.astype(np.int64)
+    return not bool((((words >> k) & 1 != 0) & ((words & needed) != 0)).any())
+
+
 def _start_mask(program, first: int, end: int) -> int:
     """The classes a character must be in for the branch to start with it (a superset)."""
     mask = 0
@@ -138,7 +147,10 @@ def _start_mask(program, first: int, end: int) -> int:
                 mask |= 1 << int(program.alternative_classes[program.alternatives[a0 + j]])
             if low > 0:
                 return mask
-    return (1 << 32) - 1
+    return _ANY_CLASS
+
+
+_ANY_CLASS = (1 << 32) - 1
 
 
 @lru_cache(maxsize=1)
@@ -236,16 +248,33 @@ def _matcher(pattern: str):
 
 
 class ProgramPretokenizer:
-    """``RegexPretokenizer`` semantics through a generated matcher; ``regex`` for what it drops."""
+    """``RegexPretokenizer`` semantics through a compiled program; ``regex`` for what it drops.
 
-    def __init__(self, pattern: str, program, split_utf8) -> None:
+    Two engines split: the transducer (:mod:`.pretokenize_transducer`: one table lookup a
+    character, no branch on the text) when the program has one, else the generated matcher.
+    ``engine`` names the one in use; ``engine="backtracking"`` asks for the generated matcher."""
+
+    def __init__(self, pattern: str, program, split_utf8, engine: str | None = None) -> None:
         from .pretokenize import RegexPretokenizer
+        from .pretokenize_transducer import split_utf8 as transduce, transducer_for
 
         self.pattern = pattern
         self.program = program
-        self._matcher = split_utf8
+        transducer = None if engine == "backtracking" else transducer_for(pattern)
+        if engine == "transducer" and transducer is None:
+            raise ValueError(f"the pattern {pattern!r} has no transducer")
+        p = program
+        if transducer is not None:
+            self.engine = "transducer"
+            self._matcher = transduce
+            self._tables = (transducer.byte_kinds, p.stage1, p.stage2, transducer.table, transducer.final,
+                            transducer.start, transducer.n_kinds)
+        else:
+            self.engine = "backtracking"
+            self._matcher = split_utf8
+            self._tables = (p.byte_classes, p.stage1, p.stage2, p.kind_classes, _NO_OFFSETS)
         #: the matcher's compiled overloads by the text array's (type, writable, contiguous): called
-        #: without the dispatcher, which types all seven arguments on every call (microseconds a text)
+        #: without the dispatcher, which types every argument on every call (microseconds a text)
         self._overloads: dict = {}
         self.fallback = RegexPretokenizer(pattern)
         # both code widths compiled (or loaded from numba's cache) now, not inside the first
@@ -259,9 +288,8 @@ class ProgramPretokenizer:
     def piece_ends(self, data: np.ndarray) -> np.ndarray | None:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end, or None when some of its
         text matches no branch (then ``split`` has the answer)."""
-        p = self.program
         ends = np.empty(len(data) + 1, dtype=np.int64)
-        arguments = (data, p.byte_classes, p.stage1, p.stage2, p.kind_classes, _NO_OFFSETS, ends)
+        arguments = (data, *self._tables, ends)
         key = (data.dtype.num, data.flags.writeable, data.flags.c_contiguous)
         entry = self._overloads.get(key)
         if entry is not None:
@@ -277,7 +305,8 @@ class ProgramPretokenizer:
 _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 
 
-def program_pretokenizer(pattern: str) -> ProgramPretokenizer | None:
-    """A :class:`ProgramPretokenizer` for ``pattern``, or None when it does not compile."""
+def program_pretokenizer(pattern: str, engine: str | None = None) -> ProgramPretokenizer | None:
+    """A :class:`ProgramPretokenizer` for ``pattern``, or None when it does not compile.
+    ``engine``: None for the fastest that applies, "transducer" or "backtracking" to choose."""
     found = _matcher(pattern)
-    return None if found is None else ProgramPretokenizer(pattern, *found)
+    return None if found is None else ProgramPretokenizer(pattern, *found, engine=engine)

@@ -1,0 +1,565 @@
+"""Split text with a pattern program in one pass of table lookups: a transducer, no backtracking.
+
+The generated matcher of :mod:`.pretokenize_program` searches each piece with nested loops: its
+time goes to the branches the CPU mispredicts (where a run ends, which alternative applies), two
+or three a piece. Here the program becomes a table, built once in Python, and the text is read
+one character at a time: ``state = table[state + kind]``, and the piece ends that the character
+settles are written without a test (``ends[m] = ...; m += count``). No branch depends on the text.
+
+How the table is made:
+
+1. **An automaton of the program's matches.** The program is turned into a Thompson-style NFA
+   whose choices are ordered the way the backtracking engine tries them (branches left to right,
+   a greedy quantifier taking before leaving, a lazy one the other way, a group's strings in
+   order, then none). The subset construction keeps each set in that priority order and drops
+   every thread after one that reached the end of a branch: that match wins over all of them
+   (leftmost-first, as ``regex`` does). A one-class look-ahead waits in the set for the next
+   character (or the end of the text), and when it holds, the threads after it go, as for a
+   match one character earlier. So from a piece's start, the last match the automaton passed
+   before it dies is where ``regex`` ends that piece.
+2. **A transducer of ``findall``.** Its state is (the automaton's state within the current piece,
+   whether that piece has a match yet, the characters' kinds read since its last match). When
+   the automaton dies, the piece ends at its last match, and the next piece's automaton starts
+   there: it reads again the characters since then, which the state holds. Everything is
+   computed over kinds (a character's set of classes), so the states reachable from the start
+   are enumerated with every kind, breadth first, each transition recording the piece ends it
+   settles as offsets back from the character just read.
+
+Refused (``build_transducer`` returns None, and the generated matcher keeps the pattern):
+possessive quantifiers and groups (no automaton forgets like they do), ``$`` (it looks at
+whether the text ends with a line feed), a piece whose end is settled more than
+:data:`MAX_DELAY` characters after it (``a+b|a`` on a long run of ``a``), and programs whose
+tables would exceed :data:`MAX_STATES`.
+
+Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis, against
+``regex``, for every shape of ``tests/test_pretokenize_program.py``). Build: O(states x kinds)
+steps of the automaton in Python, milliseconds for the usual patterns. Split: O(n) table lookups.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from ..kernels.jit import njit
+from .pretokenize_program import _character_kinds
+from .pattern_program import AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, POSSESSIVE, UNBOUNDED
+
+#: the most characters between a piece's end and the character that settles it
+MAX_DELAY = 6
+#: the most transducer states (rows of the table)
+MAX_STATES = 4096
+#: the most automaton nodes a bounded quantifier may unroll into
+_MAX_UNROLLED = 256
+#: piece ends one character may settle
+_MAX_ENDS = 5
+
+# NFA nodes: (kind, class bit or None, next nodes...)
+_CHAR, _SPLIT, _LOOK, _EOI, _MATCH = range(5)
+
+
+class _Refused(Exception):
+    """The program has a construct the transducer does not reproduce."""
+
+
+class _Nfa:
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.arg: list[int] = []  # CHAR, LOOK: the class; LOOK: + 32 when negated
+        self.next: list[list[int]] = []
+
+    def node(self, kind: int, arg: int, nexts: list[int]) -> int:
+        self.kind.append(kind)
+        self.arg.append(arg)
+        self.next.append(nexts)
+        if len(self.kind) > 64 * _MAX_UNROLLED:
+            raise _Refused("too many automaton nodes")
+        return len(self.kind) - 1
+
+
+def _build_nfa(program) -> tuple[_Nfa, int]:
+    """The program's NFA and its start node (a split over the branches, in order)."""
+    nfa = _Nfa()
+    match = nfa.node(_MATCH, 0, [])
+    entries = []
+    for first, end in program.branches.tolist():
+        following = match
+        for item in range(end - 1, first - 1, -1):
+            following = _item_nodes(nfa, program, item, end, following)
+        entries.append(following)
+    return nfa, nfa.node(_SPLIT, 0, entries)
+
+
+def _item_nodes(nfa: _Nfa, program, item: int, end: int, following: int) -> int:
+    kind, k, low, high, mode, first = (int(x) for x in program.items[item])
+    if mode == POSSESSIVE and not _possessive_is_greedy(program, item, end):
+        raise _Refused("a possessive quantifier that gives a different match than a greedy one")
+    if kind == CLASS:
+        lazy = mode == LAZY
+        if high >= UNBOUNDED:
+            loop = nfa.node(_SPLIT, 0, [])
+            take = nfa.node(_CHAR, k, [loop])
+            nfa.next[loop] = [following, take] if lazy else [take, following]
+            entry = loop
+        else:
+            if high - low > _MAX_UNROLLED:
+                raise _Refused("a bounded quantifier too large to unroll")
+            entry = following
+            for _ in range(high - low):
+                take = nfa.node(_CHAR, k, [entry])
+                entry = nfa.node(_SPLIT, 0, [following, take] if lazy else [take, following])
+        if low > _MAX_UNROLLED:
+            raise _Refused("a bounded quantifier too large to unroll")
+        for _ in range(low):
+            entry = nfa.node(_CHAR, k, [entry])
+        return entry
+    if kind == GROUP:
+        ways = []
+        for j in range(int(program.group_alternatives[item])):
+            a, b = int(program.alternatives[first + j]), int(program.alternatives[first + j + 1])
+            entry = following
+            for q in range(b - 1, a - 1, -1):
+                entry = nfa.node(_CHAR, int(program.alternative_classes[q]), [entry])
+            ways.append(entry)
+        if low == 0:
+            ways.append(following)
+        return nfa.node(_SPLIT, 0, ways)
+    if kind in (NOT_AHEAD, AHEAD):
+        return nfa.node(_LOOK, k + (32 if kind == NOT_AHEAD else 0), [following])
+    if kind == END:
+        return nfa.node(_EOI, 0, [following])
+    if kind == DOLLAR:
+        raise _Refused("$ (it looks at a final line feed)")
+    raise _Refused(f"item kind {kind}")
+
+
+def _possessive_is_greedy(program, item: int, end: int) -> bool:
+    """Whether a possessive ``item`` matches as the greedy one would: when the rest of the branch
+    matches after any first try (it can match nothing), or, for a class run, when the rest cannot
+    start on a character of that class (so giving characters back never helps)."""
+    from .pretokenize_program import _rest_cannot_start_in_class
+
+    rest = program.items[item + 1:end]
+    if all(int(r[0]) in (CLASS, GROUP) and int(r[2]) == 0 for r in rest):
+        return True
+    return int(program.items[item][0]) == CLASS and _rest_cannot_start_in_class(program, item, end, int(program.items[item][1]))
+
+
+class _Automaton:
+    """The leftmost-first subset automaton over kinds, built lazily (only reachable sets)."""
+
+    def __init__(self, nfa: _Nfa, start: int, kind_words: list[int]) -> None:
+        self.nfa = nfa
+        self.words = kind_words
+        self.ids: dict[tuple, int] = {}
+        self.sets: list[tuple] = []
+        self.steps: dict[tuple[int, int], tuple[int, bool]] = {}
+        self.dead = self._id(())
+        self.start = self._id(self._closure([start]))
+
+    def _id(self, leaves: tuple) -> int:
+        found = self.ids.get(leaves)
+        if found is None:
+            found = self.ids[leaves] = len(self.sets)
+            self.sets.append(leaves)
+        return found
+
+    def _closure(self, nodes: list[int], out: list[int] | None = None, seen: set | None = None) -> tuple:
+        """The leaves reached from ``nodes`` without reading, in priority order, cut after a match."""
+        out = [] if out is None else out
+        seen = set() if seen is None else seen
+        kind, nexts = self.nfa.kind, self.nfa.next
+        stack = list(reversed(nodes))
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if kind[node] == _SPLIT:
+                stack.extend(reversed(nexts[node]))
+                continue
+            out.append(node)
+            if kind[node] == _MATCH:
+                break
+        return tuple(out)
+
+    def is_match(self, state: int) -> bool:
+        leaves = self.sets[state]
+        return bool(leaves) and self.nfa.kind[leaves[-1]] == _MATCH
+
+    def step(self, state: int, kind_index: int) -> tuple[int, bool]:
+        """(the state after a character of this kind, whether a match ended just before it)."""
+        key = (state, kind_index)
+        found = self.steps.get(key)
+        if found is None:
+            found = self.steps[key] = self._step(self.sets[state], self.words[kind_index])
+        return found
+
+    def _step(self, leaves: tuple, word: int) -> tuple[int, bool]:
+        nfa = self.nfa
+        out: list[int] = []
+        seen: set = set()
+
+        def read(pending: tuple) -> str:
+            """Threads of ``pending`` read the character; 'match' when a match ended after it (all
+            later threads dropped), 'before' when one ended before it, '' otherwise."""
+            for leaf in pending:
+                kind = nfa.kind[leaf]
+                if kind == _MATCH:
+                    return "before"
+                if kind == _CHAR:
+                    if (word >> nfa.arg[leaf]) & 1:
+                        self._closure(nfa.next[leaf], out, seen)
+                        if out and nfa.kind[out[-1]] == _MATCH:
+                            return "match"
+                elif kind == _LOOK:
+                    k, negated = nfa.arg[leaf] & 31, nfa.arg[leaf] >= 32
+                    if bool((word >> k) & 1) != negated:
+                        # the look-ahead holds: what follows it starts before this character
+                        result = read(self._closure(nfa.next[leaf]))
+                        if result:
+                            return result
+                # _EOI: only the end of the text passes it
+            return ""
+
+        result = read(leaves)
+        # 'before': a look-ahead that holds, or the state's own match (its last leaf: the match
+        # ended where the state was reached, which the caller already knows)
+        return self._id(tuple(out)), result == "before"
+
+    def matches_at_end(self, state: int) -> bool:
+        """Whether a thread of ``state`` matches at the end of the text (look-aheads, ``\\Z``)."""
+        nfa = self.nfa
+
+        def ends(pending: tuple) -> bool:
+            for leaf in pending:
+                kind = nfa.kind[leaf]
+                if kind == _MATCH:
+                    return True
+                if (kind == _LOOK and nfa.arg[leaf] >= 32) or kind == _EOI:
+                    if ends(self._closure(nfa.next[leaf])):
+                        return True
+            return False
+
+        return ends(self.sets[state])
+
+
+class Transducer(NamedTuple):
+    """The tables of :func:`split_utf8` (see the module docstring)."""
+
+    table: np.ndarray  # uint64[states * kinds]: next row (state * kinds) | what the step settles << 32
+    final: np.ndarray  # uint32[states]: the ends the end of the text settles (same packing), or a flag
+    start: int  # the start state's row
+    n_kinds: int
+    byte_kinds: np.ndarray  # uint16[128]: the kind of each ASCII character
+
+
+# what a step settles, packed above the next row: the number of piece ends, their offsets back from
+# the position after the character (4 bits each), where the last match now is (an offset back, 0 =
+# unchanged), and two flags
+_COUNT_BITS = 4
+_OFFSETS_AT = 4
+_MARK_AT = _OFFSETS_AT + 4 * _MAX_ENDS
+SLOW = 1 << (_MARK_AT + 4)  # the piece ends at the last match, found at run time, and is read again
+RARE = 1 << (_MARK_AT + 5)  # anything but none or one end: the run time's slower path
+FAIL = 1 << (_MARK_AT + 6)  # (``final`` only) some text matches no branch
+
+
+def build_transducer(program) -> Transducer | None:
+    """The transducer of ``program``, or None when it is refused (see the module docstring)."""
+    for delay in (MAX_DELAY, 3, 1):
+        try:
+            return _build(program, delay)
+        except _TooLarge:
+            continue
+        except _Refused:
+            return None
+    return None
+
+
+class _TooLarge(_Refused):
+    """The tables would exceed :data:`MAX_STATES` (a shorter delay may fit)."""
+
+
+def _pack(offsets: list[int], mark: int = 0, flags: int = 0) -> int:
+    if len(offsets) > _MAX_ENDS or any(not 0 <= o <= 15 for o in offsets) or not 0 <= mark <= 15:
+        raise _TooLarge("a step settles too much")
+    packed = len(offsets) | flags | (mark << _MARK_AT)
+    if len(offsets) > 1 or mark or flags:
+        packed |= RARE
+    for j, o in enumerate(offsets):
+        packed |= o << (_OFFSETS_AT + 4 * j)
+    return packed
+
+
+def _build(program, delay: int) -> Transducer:
+    nfa, start = _build_nfa(program)
+    words = [int(w) for w in program.kind_classes.tolist()]
+    auto = _Automaton(nfa, start, words)
+    n_kinds = len(words)
+    fresh = ("n", auto.start, False, ())
+
+    def advance(state: tuple, kinds: tuple) -> tuple[tuple | None, list[int], int]:
+        """Read ``kinds`` from the normal state ``state``: (the new state, None when some text
+        matches no branch; the piece ends settled, as positions counted from the start of
+        ``kinds``; for a new overflow state, its last match as such a position, else 0)."""
+        _, d, has, tail = state
+        queue = list(kinds)
+        position = 0  # the tail starts at -len(tail)
+        ends: list[int] = []
+        while queue:
+            kind = queue.pop(0)
+            d2, before = auto.step(d, kind)
+            if before:
+                has, tail = True, ()
+            tail = tail + (kind,)
+            position += 1
+            if d2 == auto.dead:
+                if not has:
+                    return None, ends, 0
+                end = position - len(tail)
+                ends.append(end)
+                # the next piece starts at that end: read its characters again
+                queue = list(tail) + queue
+                position = end
+                d, has, tail = auto.start, False, ()
+                continue
+            d = d2
+            if auto.is_match(d2):
+                has, tail = True, ()
+            elif len(tail) > delay:
+                # too long to keep: the last match's place is kept at run time from now on
+                assert not queue
+                return ("o", d, has), ends, position - len(tail)
+        return ("n", d, has, tail), ends, 0
+
+    def step(state: tuple, kind: int) -> tuple[tuple | None, int]:
+        """(the next state or None for a failure, the packed settlement) of one character."""
+        if state[0] == "n":
+            nxt, ends, mark = advance(state, (kind,))
+            if nxt is None:
+                return None, 0
+            offsets = [1 - e for e in ends]
+            if nxt[0] == "o" and nxt[2]:
+                return nxt, _pack(offsets, mark=1 - mark)
+            return nxt, _pack(offsets)
+        _, d, has = state
+        d2, before = auto.step(d, kind)
+        if before:  # a match just before the character: a normal state again
+            if d2 == auto.dead:
+                nxt, ends, mark = advance(fresh, (kind,))
+                if nxt is None:
+                    return None, 0
+                offsets = [1] + [1 - e for e in ends]
+                return nxt, _pack(offsets, mark=(1 - mark) if nxt[0] == "o" and nxt[2] else 0)
+            if auto.is_match(d2):
+                return ("n", d2, True, ()), _pack([])
+            return ("n", d2, True, (kind,)), _pack([])
+        if d2 == auto.dead:
+            if not has:
+                return None, 0
+            return fresh, SLOW | RARE
+        if auto.is_match(d2):
+            return ("n", d2, True, ()), _pack([])
+        return ("o", d2, has), _pack([])
+
+    def finish(state: tuple) -> int:
+        """The packed settlement at the end of the text (offsets back from it)."""
+        if state[0] == "o":
+            _, d, has = state
+            if auto.matches_at_end(d):
+                return _pack([0])
+            return SLOW if has else FAIL
+        ends: list[int] = []
+        _, d, has, tail = state
+        while True:
+            if auto.matches_at_end(d):
+                return _pack(ends + [0])
+            if d == auto.start and not has and not tail:
+                return _pack(ends)  # nothing read since the last end
+            if not has:
+                return FAIL
+            ends.append(len(tail))  # the piece ends where the tail starts; the next one reads it
+            replayed, settled, _ = advance(fresh, tail)
+            if replayed is None or replayed[0] == "o":
+                return FAIL if replayed is None else _raise(_TooLarge("an overflow at the end"))
+            ends.extend(len(tail) - e for e in settled)
+            _, d, has, tail = replayed
+
+    failed = ("fail",)
+    ids = {fresh: 0}
+    states = [fresh]
+    table: list[int] = []
+    i = 0
+    while i < len(states):
+        state = states[i]
+        i += 1
+        for kind in range(n_kinds):
+            nxt, packed = (None, 0) if state is failed else step(state, kind)
+            if nxt is None:
+                nxt, packed = failed, 0
+            found = ids.get(nxt)
+            if found is None:
+                found = ids[nxt] = len(states)
+                states.append(nxt)
+                if len(states) > MAX_STATES:
+                    raise _TooLarge("too many states")
+            table.append((found * n_kinds) | (packed << 32))
+    final = [FAIL if state is failed else finish(state) for state in states]
+    return Transducer(np.array(table, dtype=np.uint64), np.array(final, dtype=np.uint64), 0, n_kinds,
+                      _byte_kinds(program))
+
+
+def _byte_kinds(program) -> np.ndarray:
+    """The kind of each ASCII character (its code point's entry in the program's first block)."""
+    first_block = int(program.stage1[0]) * 256
+    return np.array(program.stage2[first_block:first_block + 128], dtype=np.uint16)
+
+
+def _raise(exc: Exception):
+    raise exc
+
+
+@lru_cache(maxsize=32)
+def transducer_for(pattern: str) -> Transducer | None:
+    """:func:`build_transducer` of the pattern's program, kept under the cache root (a pattern as
+    large as o200k's takes a quarter of a second to build); None when it has no program or its
+    program is refused."""
+    import hashlib
+
+    from ..cache.files import CacheDamaged, cache_root, discard, read_checked, write_checked
+    from .pattern_program import compile_pattern
+
+    program = compile_pattern(pattern)
+    if program is None:
+        return None
+    digest = hashlib.sha256(_own_source())
+    for part in (program.branches, program.items, program.alternatives, program.alternative_classes,
+                 program.group_alternatives, program.kind_classes, program.byte_classes):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    path = cache_root() / "patterns" / f"transducer_{digest.hexdigest()[:24]}.bin"
+    try:
+        payload = read_checked(path)
+        if payload is not None:
+            return _from_bytes(bytearray(payload), program)
+    except (CacheDamaged, ValueError) as exc:
+        discard(path, str(exc))
+    transducer = build_transducer(program)
+    write_checked(path, _to_bytes(transducer))
+    return transducer
+
+
+@lru_cache(maxsize=1)
+def _own_source() -> bytes:
+    with open(__file__, "rb") as f:
+        return f.read()
+
+
+def _to_bytes(transducer: Transducer | None) -> bytes:
+    if transducer is None:  # refused: remembered too, as building may take long to find out
+        return np.zeros(3, dtype=np.int64).tobytes()
+    header = np.array([transducer.n_kinds, len(transducer.final), transducer.start], dtype=np.int64)
+    return header.tobytes() + transducer.table.tobytes() + transducer.final.tobytes()
+
+
+def _from_bytes(payload: bytearray, program) -> Transducer | None:
+    from ..cache.files import CacheDamaged
+
+    n_kinds, n_states, start = (int(x) for x in np.frombuffer(payload, dtype=np.int64, count=3))
+    if n_states == 0:
+        return None
+    table = np.frombuffer(payload, dtype=np.uint64, count=n_states * n_kinds, offset=24)
+    final = np.frombuffer(payload, dtype=np.uint64, count=n_states, offset=24 + table.nbytes)
+    rows = table & np.uint64(0xFFFFFFFF)
+    # every row a step can reach lies inside the table: the split reads it without checks
+    if (n_kinds != len(program.kind_classes) or 24 + table.nbytes + final.nbytes != len(payload)
+            or int(rows.max()) >= n_states * n_kinds or (rows % np.uint64(n_kinds)).any()
+            or not 0 <= start < n_states * n_kinds or start % n_kinds):
+        raise CacheDamaged("transducer tables of the wrong shape")
+    return Transducer(table, final, start, n_kinds, _byte_kinds(program))
+
+
+# ----------------------------------------------------------------------------- the split
+@njit(cache=True, inline="always")
+def _settle(ends, m, after, packed, offsets, by_char):
+    """Write the ``packed`` piece ends (offsets back from the character position ``after``)."""
+    count = packed & 15
+    for j in range(count):
+        p = after - ((packed >> (_OFFSETS_AT + 4 * j)) & 15)
+        ends[m] = offsets[p] if by_char else p
+        m += 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _split(codes, code_kinds, table, final, start, n_kinds, offsets, ends, by_char, by_code):
+    """Piece ends of the text whose characters are ``codes`` (their kinds ``code_kinds[code]``, or
+    the codes themselves when ``by_code`` is false): character positions, or byte offsets through
+    ``offsets`` (each character's first byte, then the text's length) when ``by_char``. Returns the
+    number of ends, or -1 when some of the text matches no branch. (Inlined with constant flags.)"""
+    n = codes.shape[0]
+    low = np.uint64(0xFFFFFFFF)
+    row = np.uint64(start)
+    m = 0
+    mark = 0  # where the last match is, in overflow states
+    i = 0
+    while True:
+        while i < n:
+            kind = np.uint64(code_kinds[codes[i]]) if by_code else np.uint64(codes[i])
+            entry = table[row + kind]
+            row = entry & low
+            packed = np.int64(entry >> np.uint64(32))
+            if packed & RARE:  # several ends, an overflow's last match, or an end found at run time
+                if packed & SLOW:
+                    ends[m] = offsets[mark] if by_char else mark
+                    m += 1
+                    i = mark  # the next piece starts there: read it again
+                    row = np.uint64(start)
+                    continue
+                m = _settle(ends, m, i + 1, packed, offsets, by_char)
+                back = (packed >> _MARK_AT) & 15
+                if back != 0:
+                    mark = i + 1 - back
+            else:  # none or one end, written without a branch on the text
+                p = i + 1 - ((packed >> _OFFSETS_AT) & 15)
+                ends[m] = offsets[p] if by_char else p
+                m += packed & 15
+            i += 1
+        packed = np.int64(final[row // np.uint64(n_kinds)])
+        if packed & FAIL:
+            return -1
+        if packed & SLOW:
+            ends[m] = offsets[mark] if by_char else mark
+            m += 1
+            i = mark
+            row = np.uint64(start)
+            continue
+        return _settle(ends, m, n, packed, offsets, by_char)
+
+
+@njit(cache=True)
+def split_kinds(kinds, table, final, start, n_kinds, offsets, ends):
+    """Piece ends (byte offsets through ``offsets``) of a text whose characters' kinds are ``kinds``."""
+    return _split(kinds, kinds, table, final, start, n_kinds, offsets, ends, True, False)
+
+
+@njit(cache=True)
+def split_ascii(data, byte_kinds, table, final, start, n_kinds, ends):
+    """Piece ends of the ASCII text ``data`` (its bytes are its characters)."""
+    return _split(data, byte_kinds, table, final, start, n_kinds, ends, ends, False, True)
+
+
+@njit(cache=True)
+def split_utf8(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends):
+    """:func:`split_kinds` of the UTF-8 text ``data``: over its bytes when it is ASCII, else over its
+    characters' kinds (then the ends are byte offsets)."""
+    n = data.shape[0]
+    high = 0
+    for i in range(n):
+        high |= data[i]
+    if high < 0x80:
+        return split_ascii(data, byte_kinds, table, final, start, n_kinds, ends)
+    kinds, offsets = _character_kinds(data, stage1, stage2)
+    return split_kinds(kinds, table, final, start, n_kinds, offsets, ends)
