@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kernels.jit import njit
+
 #: item kinds
 CLASS, GROUP, NOT_AHEAD, AHEAD, DOLLAR, END = 0, 1, 2, 3, 4, 5
 #: quantifier modes
@@ -370,3 +372,65 @@ def compile_pattern(pattern: str) -> Program | None:
     return Program(np.array(spans, dtype=np.int32).reshape(-1, 2), np.array(rows, dtype=np.int32).reshape(-1, 6),
                    np.array(alternatives, dtype=np.int32), np.array(alternative_classes + [0], dtype=np.int32),
                    np.array(counts, dtype=np.int32), stage1, stage2, kinds, _byte_classes(stage1, stage2, kinds))
+
+
+# ----------------------------------------------------------------------------- reading a program
+def rest_cannot_start_in_class(program, item: int, end_item: int, k: int) -> bool:
+    """Whether the items after ``item`` need a first character that no character of class ``k`` is."""
+    needed = start_mask(program, item + 1, end_item)
+    if needed == ANY_CLASS:
+        return False
+    words = program.kind_classes.astype(np.int64)
+    return not bool((((words >> k) & 1 != 0) & ((words & needed) != 0)).any())
+
+
+def start_mask(program, first: int, end: int) -> int:
+    """The classes a character must be in for the branch to start with it (a superset)."""
+    mask = 0
+    for item in range(first, end):
+        kind, k, low = (int(x) for x in program.items[item][:3])
+        if kind == CLASS:
+            mask |= 1 << k
+            if low > 0:
+                return mask
+        elif kind == GROUP:
+            a0 = int(program.items[item][5])
+            for j in range(int(program.group_alternatives[item])):
+                mask |= 1 << int(program.alternative_classes[program.alternatives[a0 + j]])
+            if low > 0:
+                return mask
+    return ANY_CLASS
+
+
+ANY_CLASS = (1 << 32) - 1
+
+
+@njit(cache=True)
+def character_kinds(data, stage1, stage2):
+    """(each character's kind, each character's first byte offset + the end) of valid UTF-8 text."""
+    n_bytes = data.shape[0]
+    kinds = np.empty(n_bytes, dtype=np.uint16)
+    offsets = np.empty(n_bytes + 1, dtype=np.int64)
+    i = 0
+    k = 0
+    while i < n_bytes:
+        b0 = np.int64(data[i])
+        if b0 < 0x80:
+            cp = b0
+            length = 1
+        elif b0 < 0xE0:
+            cp = ((b0 & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
+            length = 2
+        elif b0 < 0xF0:
+            cp = ((b0 & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
+            length = 3
+        else:
+            cp = (((b0 & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
+                  | ((np.int64(data[i + 2]) & 0x3F) << 6) | (np.int64(data[i + 3]) & 0x3F))
+            length = 4
+        kinds[k] = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
+        offsets[k] = i
+        i += length
+        k += 1
+    offsets[k] = n_bytes
+    return kinds[:k], offsets[:k + 1]

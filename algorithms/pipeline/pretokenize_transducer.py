@@ -1,4 +1,4 @@
-"""Split text with a pattern program in one pass of table lookups: a transducer, no backtracking.
+r"""Split text with a pattern program in one pass of table lookups: a transducer, no backtracking.
 
 The generated matcher of :mod:`.pretokenize_program` searches each piece with nested loops: its
 time goes to the branches the CPU mispredicts (where a run ends, which alternative applies), two
@@ -18,22 +18,29 @@ How the table is made:
    match one character earlier. So from a piece's start, the last match the automaton passed
    before it dies is where ``regex`` ends that piece.
 2. **A transducer of ``findall``.** Its state is (the automaton's state within the current piece,
-   whether that piece has a match yet, the characters' kinds read since its last match). When
-   the automaton dies, the piece ends at its last match, and the next piece's automaton starts
-   there: it reads again the characters since then, which the state holds. Everything is
-   computed over kinds (a character's set of classes), so the states reachable from the start
-   are enumerated with every kind, breadth first, each transition recording the piece ends it
-   settles as offsets back from the character just read.
+   whether that piece has a match yet, the kinds of the characters read since its last match,
+   up to :data:`MAX_DELAY` of them). When the automaton dies, the piece ends at its last match,
+   and the next piece's automaton starts there: it reads again the characters since then, which
+   the state holds, so the whole of it happens inside the table. The states reachable from the
+   start are enumerated with every kind (a character's set of classes), breadth first, each
+   transition recording the piece ends it settles as offsets back from the character just read.
+3. **Overflow states.** Where a match waits longer (o200k's ``\s*[\r\n]+`` over the
+   indentation after a line feed, hoping for another line feed), the state keeps only the
+   automaton's state, and the split keeps the last match's position at run time; when the
+   automaton dies there, the split ends the piece at that position and reads on from it. That
+   branch, rare on text, is the only one that depends on it.
 
-Refused (``build_transducer`` returns None, and the generated matcher keeps the pattern):
-possessive quantifiers and groups (no automaton forgets like they do), ``$`` (it looks at
-whether the text ends with a line feed), a piece whose end is settled more than
-:data:`MAX_DELAY` characters after it (``a+b|a`` on a long run of ``a``), and programs whose
-tables would exceed :data:`MAX_STATES`.
+Refused (``build_transducer`` returns None, and the generated matcher keeps the pattern): ``$``
+(it looks at whether the text ends with a line feed), a possessive quantifier that can match
+differently from a greedy one (no automaton forgets the way it does; a possessive run is greedy
+when what follows it cannot start with its class or can match nothing), and programs whose
+tables exceed :data:`MAX_STATES` even with shorter waits kept in the state.
 
 Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis, against
-``regex``, for every shape of ``tests/test_pretokenize_program.py``). Build: O(states x kinds)
-steps of the automaton in Python, milliseconds for the usual patterns. Split: O(n) table lookups.
+``regex``, for every shape of ``tests/test_pretokenize_program.py``, both engines). Build:
+O(states x kinds) steps of the automaton in Python, 1-260 ms for the usual patterns (kept under
+the cache root). Split: one table lookup a character, plus a piece read again from its last
+match after each overflow (as the backtracking engine does).
 """
 
 from __future__ import annotations
@@ -44,8 +51,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels.jit import njit
-from .pretokenize_program import _character_kinds
-from .pattern_program import AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, POSSESSIVE, UNBOUNDED
+from .pattern_program import (AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, POSSESSIVE, UNBOUNDED, character_kinds,
+                              rest_cannot_start_in_class)
 
 #: the most characters between a piece's end and the character that settles it
 MAX_DELAY = 6
@@ -139,12 +146,10 @@ def _possessive_is_greedy(program, item: int, end: int) -> bool:
     """Whether a possessive ``item`` matches as the greedy one would: when the rest of the branch
     matches after any first try (it can match nothing), or, for a class run, when the rest cannot
     start on a character of that class (so giving characters back never helps)."""
-    from .pretokenize_program import _rest_cannot_start_in_class
-
     rest = program.items[item + 1:end]
     if all(int(r[0]) in (CLASS, GROUP) and int(r[2]) == 0 for r in rest):
         return True
-    return int(program.items[item][0]) == CLASS and _rest_cannot_start_in_class(program, item, end, int(program.items[item][1]))
+    return int(program.items[item][0]) == CLASS and rest_cannot_start_in_class(program, item, end, int(program.items[item][1]))
 
 
 class _Automaton:
@@ -561,5 +566,5 @@ def split_utf8(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, e
         high |= data[i]
     if high < 0x80:
         return split_ascii(data, byte_kinds, table, final, start, n_kinds, ends)
-    kinds, offsets = _character_kinds(data, stage1, stage2)
+    kinds, offsets = character_kinds(data, stage1, stage2)
     return split_kinds(kinds, table, final, start, n_kinds, offsets, ends)
