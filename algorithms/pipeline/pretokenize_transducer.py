@@ -255,7 +255,7 @@ class Transducer(NamedTuple):
     """The tables of :func:`split_utf8` (see the module docstring)."""
 
     table: np.ndarray  # uint64[states * kinds]: next row (state * kinds) | what the step settles << 32
-    final: np.ndarray  # uint32[states]: the ends the end of the text settles (same packing), or a flag
+    final: np.ndarray  # uint64[states]: the ends the end of the text settles (same packing), or a flag
     start: int  # the start state's row
     n_kinds: int
     byte_kinds: np.ndarray  # uint16[128]: the kind of each ASCII character
@@ -388,8 +388,10 @@ def _build(program, delay: int) -> Transducer:
                 return FAIL
             ends.append(len(tail))  # the piece ends where the tail starts; the next one reads it
             replayed, settled, _ = advance(fresh, tail)
-            if replayed is None or replayed[0] == "o":
-                return FAIL if replayed is None else _raise(_TooLarge("an overflow at the end"))
+            if replayed is None:
+                return FAIL
+            if replayed[0] == "o":  # a replay of at most ``delay`` kinds fits in the state: never
+                raise _TooLarge("an overflow at the end")
             ends.extend(len(tail) - e for e in settled)
             _, d, has, tail = replayed
 
@@ -421,10 +423,6 @@ def _byte_kinds(program) -> np.ndarray:
     """The kind of each ASCII character (its code point's entry in the program's first block)."""
     first_block = int(program.stage1[0]) * 256
     return np.array(program.stage2[first_block:first_block + 128], dtype=np.uint16)
-
-
-def _raise(exc: Exception):
-    raise exc
 
 
 @lru_cache(maxsize=32)
