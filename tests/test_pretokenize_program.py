@@ -164,3 +164,24 @@ def test_a_vocabulary_with_its_own_pattern_is_fused_through_the_program():
     assert isinstance(tok._fused.splitter, ProgramPretokenizer)
     text = "Hello, wörld!  x = f(12345);\n\n\tdon't 中文 stop.\n" * 50
     assert tok.encode_ordinary(text) == Tokenizer(vocab, algorithm="heap").encode_ordinary(text)
+
+
+def test_a_transducer_too_large_is_refused_after_shorter_waits(monkeypatch):
+    """o200k's program fits in 865 states x 28 kinds with waits of up to three characters (37 with
+    one); with room for fewer entries the build tries each shorter wait, then gives up (None: the
+    generated matcher keeps the pattern)."""
+    from bpebench.algorithms.pipeline import pretokenize_transducer
+
+    program = compile_pattern(PATTERNS["o200k"])
+    assert pretokenize_transducer.build_transducer(program) is not None
+    tried = []
+    real = pretokenize_transducer._build
+
+    def build(program, delay):
+        tried.append(delay)
+        return real(program, delay)
+
+    monkeypatch.setattr(pretokenize_transducer, "_build", build)
+    monkeypatch.setattr(pretokenize_transducer, "MAX_ENTRIES", 500)
+    assert pretokenize_transducer.build_transducer(program) is None
+    assert tried == [pretokenize_transducer.MAX_DELAY, 3, 1]

@@ -34,7 +34,8 @@ Refused (``build_transducer`` returns None, and the generated matcher keeps the 
 (it looks at whether the text ends with a line feed), a possessive quantifier that can match
 differently from a greedy one (no automaton forgets the way it does; a possessive run is greedy
 when what follows it cannot start with its class or can match nothing), and programs whose
-tables exceed :data:`MAX_STATES` even with shorter waits kept in the state.
+tables exceed :data:`MAX_STATES` rows or :data:`MAX_ENTRIES` entries even with shorter waits kept
+in the state.
 
 Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis, against
 ``regex``, for every shape of ``tests/test_pretokenize_program.py``, both engines). Build:
@@ -58,6 +59,9 @@ from .pattern_program import (AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD,
 MAX_DELAY = 6
 #: the most transducer states (rows of the table)
 MAX_STATES = 4096
+#: the most table entries (states x kinds): each is a step of the automaton in Python, about 10 us,
+#: so a pattern with many classes cannot make the first Tokenizer wait for long
+MAX_ENTRIES = 1 << 17
 #: the most automaton nodes a bounded quantifier may unroll into
 _MAX_UNROLLED = 256
 #: piece ends one character may settle
@@ -285,7 +289,7 @@ def build_transducer(program) -> Transducer | None:
 
 
 class _TooLarge(_Refused):
-    """The tables would exceed :data:`MAX_STATES` (a shorter delay may fit)."""
+    """The tables would exceed :data:`MAX_STATES` or :data:`MAX_ENTRIES` (a shorter delay may fit)."""
 
 
 def _pack(offsets: list[int], mark: int = 0, flags: int = 0) -> int:
@@ -411,7 +415,7 @@ def _build(program, delay: int) -> Transducer:
             if found is None:
                 found = ids[nxt] = len(states)
                 states.append(nxt)
-                if len(states) > MAX_STATES:
+                if len(states) > MAX_STATES or len(states) * n_kinds > MAX_ENTRIES:
                     raise _TooLarge("too many states")
             table.append((found * n_kinds) | (packed << 32))
     final = [FAIL if state is failed else finish(state) for state in states]
