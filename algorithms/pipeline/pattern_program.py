@@ -50,7 +50,7 @@ class Program(NamedTuple):
     """The compiled pattern (see :mod:`.pretokenize_program` for how it runs)."""
 
     branches: np.ndarray  # int32[n_branches, 2]: first item, end item
-    items: np.ndarray  # int32[n_items, 6]: kind, class, min, max, mode, first alternative (GROUP)
+    items: np.ndarray  # int32[n_items, 6]: kind, class (DOLLAR: a line feed's, or -1), min, max, mode, first alternative (GROUP)
     alternatives: np.ndarray  # int32[n_alternatives + 1]: offsets into ``alternative_classes``
     alternative_classes: np.ndarray  # int32[...]: one class per character of each alternative
     group_alternatives: np.ndarray  # int32[n_items]: how many alternatives a GROUP item has
@@ -111,7 +111,11 @@ class _Parser:
             return self.group(ignore_case)
         if c == "$":
             self.at += 1
-            return (DOLLAR,)
+            try:  # the class of a line feed alone, for engines that read ``$`` a character at a time
+                line_feed = self.class_index(r"\n", False)
+            except Unsupported:
+                line_feed = -1
+            return (DOLLAR, line_feed)
         if c in "*+?{" and not (c == "{" and not self.quantifier_follows()):
             raise Unsupported(f"a quantifier with nothing to repeat at {self.at}")
         source = self.atom()
@@ -362,7 +366,7 @@ def compile_pattern(pattern: str) -> Program | None:
                 for alternative in item[1]:
                     alternative_classes.extend(alternative)
                     alternatives.append(len(alternative_classes))
-            elif kind in (NOT_AHEAD, AHEAD):
+            elif kind in (NOT_AHEAD, AHEAD, DOLLAR):
                 rows.append((kind, item[1], 0, 0, GREEDY, 0))
                 counts.append(0)
             else:

@@ -30,12 +30,15 @@ How the table is made:
    automaton dies there, the split ends the piece at that position and reads on from it. That
    branch, rare on text, is the only one that depends on it.
 
+``$`` at a branch's end waits like a look-ahead: the end of the text passes it, and after a line
+feed it becomes a match before that line feed, kept only if the text ends there (the pattern
+gets a class of its own for the line feed).
+
 Refused (``build_transducer`` returns None, and the generated matcher keeps the pattern): ``$``
-(it looks at whether the text ends with a line feed), a possessive quantifier that can match
-differently from a greedy one (no automaton forgets the way it does; a possessive run is greedy
-when what follows it cannot start with its class or can match nothing), and programs whose
-tables exceed :data:`MAX_STATES` rows or :data:`MAX_ENTRIES` entries even with shorter waits kept
-in the state.
+before other items, a possessive quantifier that can match differently from a greedy one (no
+automaton forgets the way it does; a possessive run is greedy when what follows it cannot start
+with its class, can match nothing, or is only ``$`` and ``\Z``), and programs whose tables exceed
+:data:`MAX_STATES` rows or :data:`MAX_ENTRIES` entries even with shorter waits kept in the state.
 
 Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis, against
 ``regex``, for every shape of ``tests/test_pretokenize_program.py``, both engines). Build:
@@ -67,8 +70,10 @@ _MAX_UNROLLED = 256
 #: piece ends one character may settle
 _MAX_ENDS = 5
 
-# NFA nodes: (kind, class bit or None, next nodes...)
-_CHAR, _SPLIT, _LOOK, _EOI, _MATCH = range(5)
+# NFA nodes: (kind, class bit or None, next nodes...). ``$`` waits as _DOLLAR (the end of the text
+# passes it); after a line feed it becomes _LINE_FEED_END (a match before that line feed, if the
+# text ends right after it)
+_CHAR, _SPLIT, _LOOK, _EOI, _MATCH, _DOLLAR, _LINE_FEED_END = range(7)
 
 
 class _Refused(Exception):
@@ -142,7 +147,10 @@ def _item_nodes(nfa: _Nfa, program, item: int, end: int, following: int) -> int:
     if kind == END:
         return nfa.node(_EOI, 0, [following])
     if kind == DOLLAR:
-        raise _Refused("$ (it looks at a final line feed)")
+        if k < 0 or item + 1 != end:
+            raise _Refused("$ before other items, or with no class of its own for the line feed")
+        before_line_feed = nfa.node(_LINE_FEED_END, 0, [following])
+        return nfa.node(_DOLLAR, k, [following, before_line_feed])
     raise _Refused(f"item kind {kind}")
 
 
@@ -152,6 +160,10 @@ def _possessive_is_greedy(program, item: int, end: int) -> bool:
     start on a character of that class (so giving characters back never helps)."""
     rest = program.items[item + 1:end]
     if all(int(r[0]) in (CLASS, GROUP) and int(r[2]) == 0 for r in rest):
+        return True
+    if int(program.items[item][0]) == CLASS and len(rest) and all(int(r[0]) in (DOLLAR, END) for r in rest):
+        # a run then only ``$``/``\Z``: those pass at the end of the text, or (``$``) before a final
+        # line feed, so the longest run passes where a shorter one could, or none does
         return True
     return int(program.items[item][0]) == CLASS and rest_cannot_start_in_class(program, item, end, int(program.items[item][1]))
 
@@ -230,7 +242,12 @@ class _Automaton:
                         result = read(self._closure(nfa.next[leaf]))
                         if result:
                             return result
-                # _EOI: only the end of the text passes it
+                elif kind == _DOLLAR:
+                    line_feed_end = nfa.next[leaf][1]
+                    if (word >> nfa.arg[leaf]) & 1 and line_feed_end not in seen:
+                        seen.add(line_feed_end)
+                        out.append(line_feed_end)
+                # _EOI, _LINE_FEED_END: only the end of the text passes them
             return ""
 
         result = read(leaves)
@@ -238,19 +255,21 @@ class _Automaton:
         # ended where the state was reached, which the caller already knows)
         return self._id(tuple(out)), result == "before"
 
-    def matches_at_end(self, state: int) -> bool:
-        """Whether a thread of ``state`` matches at the end of the text (look-aheads, ``\\Z``)."""
+    def end_match(self, state: int) -> int | None:
+        """Where the first thread of ``state`` (in priority order) that matches at the end of the
+        text ends: 0 at the end, 1 before a final line feed (``$``); None when none matches."""
         nfa = self.nfa
 
-        def ends(pending: tuple) -> bool:
+        def ends(pending: tuple) -> int | None:
             for leaf in pending:
                 kind = nfa.kind[leaf]
                 if kind == _MATCH:
-                    return True
-                if (kind == _LOOK and nfa.arg[leaf] >= 32) or kind == _EOI:
-                    if ends(self._closure(nfa.next[leaf])):
-                        return True
-            return False
+                    return 0
+                if (kind == _LOOK and nfa.arg[leaf] >= 32) or kind in (_EOI, _DOLLAR, _LINE_FEED_END):
+                    found = ends(self._closure(nfa.next[leaf][:1]))
+                    if found is not None:
+                        return 1 if kind == _LINE_FEED_END else found
+            return None
 
         return ends(self.sets[state])
 
@@ -374,18 +393,32 @@ def _build(program, delay: int) -> Transducer:
             return ("n", d2, True, ()), _pack([])
         return ("o", d2, has), _pack([])
 
+    line_feed = int(program.stage2[int(program.stage1[0]) * 256 + 10])
+
     def finish(state: tuple) -> int:
         """The packed settlement at the end of the text (offsets back from it)."""
+        ends: list[int] = []
         if state[0] == "o":
             _, d, has = state
-            if auto.matches_at_end(d):
+            at_end = auto.end_match(d)
+            if at_end is None:
+                return SLOW if has else FAIL
+            if at_end == 0:
                 return _pack([0])
-            return SLOW if has else FAIL
-        ends: list[int] = []
+            state = after_line_feed(ends)
+            if state is None:
+                return FAIL
         _, d, has, tail = state
         while True:
-            if auto.matches_at_end(d):
+            at_end = auto.end_match(d)
+            if at_end == 0:
                 return _pack(ends + [0])
+            if at_end == 1:
+                replayed = after_line_feed(ends)
+                if replayed is None:
+                    return FAIL
+                _, d, has, tail = replayed
+                continue
             if d == auto.start and not has and not tail:
                 return _pack(ends)  # nothing read since the last end
             if not has:
@@ -398,6 +431,16 @@ def _build(program, delay: int) -> Transducer:
                 raise _TooLarge("an overflow at the end")
             ends.extend(len(tail) - e for e in settled)
             _, d, has, tail = replayed
+
+    def after_line_feed(ends: list[int]) -> tuple | None:
+        """A piece ended before the text's final line feed (``$``): that line feed read again as
+        the next piece's start; its state, or None when it matches no branch."""
+        ends.append(1)
+        replayed, settled, _ = advance(fresh, (line_feed,))
+        if replayed is None or replayed[0] == "o":
+            return None
+        ends.extend(1 - e for e in settled)
+        return replayed
 
     failed = ("fail",)
     ids = {fresh: 0}
