@@ -656,6 +656,40 @@ def table_pattern_pairs(cpu: int | None) -> None:
             print(f"  {name + ', ' + engine:36s}" + "".join(f"{f'{a:.0f} / {b:.0f}  {r:.2f}':>26s}" for a, b, r in row))
 
 
+def table_pattern_splits(rounds: int) -> None:
+    """The split alone, both engines of a pattern program in one process pinned to one CPU: ms per
+    MB over each kind's measured documents (1.1 MB), best of ``rounds``, the engines taking turns."""
+    import numpy as np
+
+    from bpebench.algorithms.pipeline.pretokenize_program import program_pretokenizer
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu()
+    print(f"\npattern splits alone (one CPU, best of {rounds}): ms per MB, transducer / generated backtracking"
+          " matcher, and how many times faster the transducer is")
+    print(f"  {'':18s}" + "".join(f"{kind:>26s}" for kind in protocol.KINDS))
+    streams = {kind: [np.frombuffer(text.encode(), dtype=np.uint8) for text in protocol.stream(kind).measured]
+               for kind in protocol.KINDS}
+    for name, pattern in PAIR_PATTERNS.items():
+        engines = {engine: program_pretokenizer(pattern, engine=engine) for engine in ("transducer", "backtracking")}
+        cells = []
+        for kind, documents in streams.items():
+            size = sum(len(d) for d in documents)
+            for document in documents[:50]:  # the same ends, checked outside the clock
+                if engines["transducer"].piece_ends(document).tolist() != engines["backtracking"].piece_ends(document).tolist():
+                    raise AssertionError(f"the engines differ on a {kind} document with the pattern {name}")
+            best = {engine: float("inf") for engine in engines}
+            for _ in range(rounds):
+                for engine, splitter in engines.items():
+                    start = protocol.clock()
+                    for document in documents:
+                        splitter.piece_ends(document)
+                    best[engine] = min(best[engine], protocol.clock() - start)
+            t, b = (best[e] / size * 1e9 for e in ("transducer", "backtracking"))
+            cells.append(f"{t:.2f} / {b:.2f}  {b / t:.2f}x")
+        print(f"  {name:18s}" + "".join(f"{cell:>26s}" for cell in cells))
+
+
 def protocol_kinds() -> tuple:
     from bpebench.benchmarks import protocol
 
@@ -1094,6 +1128,7 @@ def main(argv: list[str] | None = None) -> None:
     if "patterns" in only:
         table_patterns()
     if "pattern-pairs" in only:
+        table_pattern_splits(args.repeat)
         table_pattern_pairs(args.cpu)
     if "order" in only:
         table_order()
