@@ -135,7 +135,7 @@ def generated_source(program, pattern: str) -> str:
               "        m += 1",
               "        p = e", "    return m", "",
               # one call per text from Python: the ASCII test, the decoding and the split together
-              "", "@njit(cache=True)",
+              "", "@njit(cache=True, nogil=True)",
               "def split_utf8(data, byte_classes, stage1, stage2, kind_classes, no_offsets, ends):",
               "    n = data.shape[0]",
               "    final_newline = n > 0 and data[n - 1] == 10",

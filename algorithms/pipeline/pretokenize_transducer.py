@@ -601,7 +601,7 @@ def split_ascii(data, byte_kinds, table, final, start, n_kinds, ends):
     return _split(data, byte_kinds, table, final, start, n_kinds, ends, ends, False, True)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # threads of a batch split their texts at the same time
 def split_utf8(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends):
     """:func:`split_kinds` of the UTF-8 text ``data``: over its bytes when it is ASCII, else over its
     characters' kinds (then the ends are byte offsets)."""
