@@ -640,9 +640,11 @@ def table_pattern_pairs(cpu: int | None) -> None:
     """The headline protocol for a pattern no built-in scanner knows: a fresh process per (pattern,
     engine) in which o200k and that file alone take turns document by document (1.1 MB per kind);
     the ratio is o200k's time ÷ the file's (at least 0.77 = within 1.3x)."""
+    from bpebench.benchmarks import protocol
+
     print("\npattern pairs: o200k's ranks with another pattern, beside o200k itself (unseen, one CPU,"
           " one fresh process per row): MB/s of o200k / of the file, and o200k's time ÷ the file's")
-    print(f"  {'':36s}" + "".join(f"{kind:>26s}" for kind in protocol_kinds()))
+    print(f"  {'':36s}" + "".join(f"{kind:>26s}" for kind in protocol.KINDS))
     for name in PAIR_PATTERNS:
         for engine in ("transducer", "backtracking"):
             args = [sys.executable, __file__, "--child-pattern", name, engine]
@@ -688,12 +690,6 @@ def table_pattern_splits(rounds: int) -> None:
             t, b = (best[e] / size * 1e9 for e in ("transducer", "backtracking"))
             cells.append(f"{t:.2f} / {b:.2f}  {b / t:.2f}x")
         print(f"  {name:18s}" + "".join(f"{cell:>26s}" for cell in cells))
-
-
-def protocol_kinds() -> tuple:
-    from bpebench.benchmarks import protocol
-
-    return protocol.KINDS
 
 
 def pattern_pair_child(name: str, engine: str, cpu: int | None) -> list:

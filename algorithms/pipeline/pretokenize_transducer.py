@@ -287,7 +287,6 @@ class Transducer(NamedTuple):
 # what a step settles, packed above the next row: the number of piece ends, their offsets back from
 # the position after the character (4 bits each), where the last match now is (an offset back, 0 =
 # unchanged), and two flags
-_COUNT_BITS = 4
 _OFFSETS_AT = 4
 _MARK_AT = _OFFSETS_AT + 4 * _MAX_ENDS
 SLOW = 1 << (_MARK_AT + 4)  # the piece ends at the last match, found at run time, and is read again
@@ -311,11 +310,11 @@ class _TooLarge(_Refused):
     """The tables would exceed :data:`MAX_STATES` or :data:`MAX_ENTRIES` (a shorter delay may fit)."""
 
 
-def _pack(offsets: list[int], mark: int = 0, flags: int = 0) -> int:
+def _pack(offsets: list[int], mark: int = 0) -> int:
     if len(offsets) > _MAX_ENDS or any(not 0 <= o <= 15 for o in offsets) or not 0 <= mark <= 15:
         raise _TooLarge("a step settles too much")
-    packed = len(offsets) | flags | (mark << _MARK_AT)
-    if len(offsets) > 1 or mark or flags:
+    packed = len(offsets) | (mark << _MARK_AT)
+    if len(offsets) > 1 or mark:
         packed |= RARE
     for j, o in enumerate(offsets):
         packed |= o << (_OFFSETS_AT + 4 * j)
@@ -363,25 +362,24 @@ def _build(program, delay: int) -> Transducer:
                 return ("o", d, has), ends, position - len(tail)
         return ("n", d, has, tail), ends, 0
 
+    def read_from_normal(state: tuple, kind: int, settled: list[int]) -> tuple[tuple | None, int]:
+        """One character read from the normal ``state``, after the ends ``settled`` (offsets back
+        from the position after it): (the next state or None for a failure, the packed settlement)."""
+        nxt, ends, mark = advance(state, (kind,))
+        if nxt is None:
+            return None, 0
+        offsets = settled + [1 - e for e in ends]
+        return nxt, _pack(offsets, mark=1 - mark if nxt[0] == "o" and nxt[2] else 0)
+
     def step(state: tuple, kind: int) -> tuple[tuple | None, int]:
         """(the next state or None for a failure, the packed settlement) of one character."""
         if state[0] == "n":
-            nxt, ends, mark = advance(state, (kind,))
-            if nxt is None:
-                return None, 0
-            offsets = [1 - e for e in ends]
-            if nxt[0] == "o" and nxt[2]:
-                return nxt, _pack(offsets, mark=1 - mark)
-            return nxt, _pack(offsets)
+            return read_from_normal(state, kind, [])
         _, d, has = state
         d2, before = auto.step(d, kind)
         if before:  # a match just before the character: a normal state again
-            if d2 == auto.dead:
-                nxt, ends, mark = advance(fresh, (kind,))
-                if nxt is None:
-                    return None, 0
-                offsets = [1] + [1 - e for e in ends]
-                return nxt, _pack(offsets, mark=(1 - mark) if nxt[0] == "o" and nxt[2] else 0)
+            if d2 == auto.dead:  # the piece ends before it, and the character starts the next one
+                return read_from_normal(fresh, kind, [1])
             if auto.is_match(d2):
                 return ("n", d2, True, ()), _pack([])
             return ("n", d2, True, (kind,)), _pack([])
