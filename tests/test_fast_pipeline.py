@@ -769,6 +769,35 @@ def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern)
         assert ids == enc.encode_ordinary(text)
 
 
+@pytest.mark.parametrize("pattern, splitter", [(CUSTOM_PATTERN, "ProgramPretokenizer"),
+                                               (r"\p{L}+|\p{N}", "ProgramPretokenizer"),
+                                               (r"(?<=\s)\p{L}+|\S+|\s+", "RegexPretokenizer")])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_long_text_with_another_pattern_is_split_once_and_encoded_on_threads(pattern, splitter, threads):
+    """No built-in scanner knows these patterns, so a long text cannot be cut before it is split: it is
+    split whole, then cut at piece ends and the parts encoded on threads. tiktoken's ids for the same
+    ranks and pattern (also for a pattern whose matches leave text out, and one with a look-behind
+    that only ``regex`` splits), and those of one thread."""
+    tiktoken = pytest.importorskip("tiktoken")
+    base = load_vocabulary("o200k_base")
+    vocab = Vocabulary.from_ranks(list(base.tokens), name="o200k-another-pattern", pattern=pattern)
+    tok = Tokenizer(vocab)
+    assert type(tok._fused.splitter).__name__ == splitter
+    text = "\n".join([corpora.get("prose-en", size=90_000), corpora.get("code-python", size=60_000),
+                      corpora.get("udhr-all", size=60_000)])
+    enc = tiktoken.Encoding("another", pat_str=pattern, mergeable_ranks={t: i for i, t in enumerate(base.tokens)},
+                            special_tokens={})
+    expected = enc.encode_ordinary(text)
+    parts = tok._fused.split_parts(text.encode(), 2 * threads)
+    assert 2 <= len(parts) <= 2 * threads
+    assert [i for part in parts for i in tok._fused.encode_part_list(part)] == expected
+    assert tok.encode_ordinary(text, num_threads=1) == expected
+    assert tok.encode_ordinary(text, num_threads=threads) == expected
+    assert tok.encode_to_numpy(text, num_threads=threads).tolist() == expected
+    assert tok._fused.split_parts(b"", threads) == []
+    assert tok.encode_ordinary(" " * 70_000, num_threads=threads) == enc.encode_ordinary(" " * 70_000)
+
+
 @settings(max_examples=80, deadline=None)
 @given(text=texts)
 def test_regex_split_fused_pipeline_equals_the_reference_on_drawn_text(text):

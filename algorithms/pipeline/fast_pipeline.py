@@ -1179,35 +1179,78 @@ class FusedPipeline:
         self._encode_pieces_own = (getattr(self._encode_pieces, "unchecked", None)
                                    or functools.partial(self._encode_pieces, self.plan))
 
-    def _split_and_encode(self, plan, arr, out, cache) -> int:
-        """``encode_utf8`` for a pattern with no compiled pre-tokenizer: ``regex`` splits, the
-        compiled stage encodes the pieces."""
+    def _split(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(the bytes to encode, their piece ends, whether the ends come from a generated matcher) of
+        the UTF-8 text ``arr`` for a pattern with no compiled pre-tokenizer: the generated matcher
+        splits, else ``regex``."""
         piece_ends = getattr(self.splitter, "piece_ends", None)
         if piece_ends is not None:
             ends = piece_ends(arr)
             if ends is not None:
-                if not len(ends):
-                    return 0
-                # a generated matcher's ends increase to len(arr) by construction: no checks
-                if plan is self.plan:
-                    return self._encode_pieces_own(arr, ends, out, cache)
-                return self._encode_pieces(plan, arr, ends, out, cache)
+                return arr, ends, True
         text = arr.tobytes().decode("utf-8")
         pieces = self.splitter.split(text)
         if not pieces:
-            return 0
+            return arr, np.zeros(0, dtype=np.int64), False
         char_ends = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)).cumsum()
         if char_ends[-1] == len(text):
             # the matches cover the text (in order, without overlap): its own bytes, cut at their
             # ends, instead of every piece encoded again and joined (a quarter of this path's time)
             if len(text) == len(arr):  # ASCII: a character is a byte
-                return self._encode_pieces(plan, arr, char_ends, out, cache)
+                return arr, char_ends, False
             char_starts = np.append(np.flatnonzero((arr & 0xC0) != 0x80), len(arr))
-            return self._encode_pieces(plan, arr, char_starts[char_ends], out, cache)
+            return arr, char_starts[char_ends], False
         encoded = [p.encode("utf-8") for p in pieces]  # text between matches is dropped (tiktoken)
         ends = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)).cumsum()
-        joined = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        return self._encode_pieces(plan, joined, ends, out, cache)
+        return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends, False
+
+    def _split_and_encode(self, plan, arr, out, cache) -> int:
+        """``encode_utf8`` for a pattern with no compiled pre-tokenizer: :meth:`_split`, then the
+        compiled stage encodes the pieces."""
+        data, ends, generated = self._split(arr)
+        if not len(ends):
+            return 0
+        if generated and plan is self.plan:  # a generated matcher's ends increase to len(arr): no checks
+            return self._encode_pieces_own(data, ends, out, cache)
+        return self._encode_pieces(plan, data, ends, out, cache)
+
+    def split_parts(self, data: bytes, parts: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """A long UTF-8 text, for a pattern with no compiled pre-tokenizer, split once on the calling
+        thread and cut at piece ends into up to ``parts`` parts of about equal bytes: (the part's
+        bytes, its piece ends). Encoding the parts (:meth:`encode_part_list`) one after the other gives
+        the whole text's ids, since BPE runs piece by piece. The split itself cannot be cut: where a
+        piece of an arbitrary pattern ends may depend on text far before it, so a part split on its
+        own could split otherwise (``\\s+(?!\\S)`` at a part's end). Empty for an empty split."""
+        arr = np.frombuffer(data, _U8)
+        if not self._all_bytes_are_tokens:
+            self._check(arr)
+        source, ends, _ = self._split(arr)
+        if not len(ends):
+            return []
+        ends = np.asarray(ends, dtype=np.int64)
+        # the last piece of each part: the first piece ending at or after the part's share of bytes
+        last = np.unique(np.searchsorted(ends, np.arange(1, max(parts, 1)) * int(ends[-1]) // max(parts, 1)))
+        bounds = [-1, *(int(i) for i in last if i < len(ends) - 1), len(ends) - 1]
+        result = []
+        for first_piece, last_piece in zip(bounds, bounds[1:]):
+            start = int(ends[first_piece]) if first_piece >= 0 else 0
+            result.append((source[start:int(ends[last_piece])], ends[first_piece + 1:last_piece + 1] - start))
+        return result
+
+    def _encode_part(self, part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
+        data, ends = part
+        out, cache = self._buffers(len(data))
+        return out, self._encode_pieces(self.plan, data, ends, out, cache)
+
+    def encode_part_list(self, part: tuple[np.ndarray, np.ndarray]) -> list[int]:
+        """The ids of a part of :meth:`split_parts` as a list (on the calling thread's buffers)."""
+        out, n = self._encode_part(part)
+        return out[:n].tolist() if n < self.GATHER_MIN else self.id_list(out[:n])
+
+    def encode_part_array(self, part: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """The ids of a part of :meth:`split_parts` as a new int32 array."""
+        out, n = self._encode_part(part)
+        return out[:n].copy()
 
     def _split_and_encode_batch(self, plan, arr, text_offsets, out, out_offsets, cache) -> int:
         n = 0

@@ -14,7 +14,8 @@ Files are encoded one after another and their ids concatenated in order;
 file's ids start. A progress bar goes to stderr when it is a terminal.
 
 Cost: O(total bytes); memory O(block size x threads); a file with no boundary at all (one
-huge line) is held whole before it is encoded.
+huge line) is held whole before it is encoded, and so is every file of a vocabulary whose pattern
+no built-in scanner knows (its text is split whole, then its pieces encoded on the threads).
 """
 
 from __future__ import annotations

@@ -378,14 +378,25 @@ class Tokenizer:
     def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
         """int32 ids of a long normalized text: its parts on threads."""
         fused = self._fused
+        if fused.splitter is not None:  # split once, its pieces encoded on threads
+            arrays = run_all(fused.encode_part_array, self._split_parts(normalized, threads), threads)
+            return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
         arrays = run_all(lambda span: fused.encode_utf8(fused.utf8_span(normalized, *span)),
                          self._parts(normalized, threads), threads)
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    def _split_parts(self, normalized: str, threads: int) -> list:
+        """A long normalized text for a pattern with no compiled pre-tokenizer: split whole on this
+        thread, then cut at piece ends into a few parts per thread (``FusedPipeline.split_parts``)."""
+        return self._fused.split_parts(utf8(normalized), part_count(len(normalized), threads))
 
     def _parallel_list(self, normalized: str, threads: int) -> list[int]:
         """The ids of a long normalized text as a list: each part's list is built on the thread that
         encoded it (while another thread runs its next kernel), then they are joined."""
         fused = self._fused
+        if fused.splitter is not None:  # split once, its pieces encoded on threads
+            lists = run_all(fused.encode_part_list, self._split_parts(normalized, threads), threads)
+            return fused.join_lists(lists) if lists else []
         lists = run_all(lambda span: fused.encode_list(fused.utf8_span(normalized, *span)),
                         self._parts(normalized, threads), threads)
         return fused.join_lists(lists)
