@@ -198,3 +198,70 @@ def test_the_compiled_split_releases_the_gil(engine):
     assert splitter._matcher.targetoptions.get("nogil") is True
     data = np.frombuffer("two threads, one text each".encode(), dtype=np.uint8)
     assert splitter.piece_ends(data).tolist() == np.cumsum([len(p) for p in _pieces(SHAPES["custom"], "two threads, one text each")]).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.lists(st.sampled_from(ALPHABET), max_size=30).map("".join))
+def test_a_windows_settled_ends_are_those_of_every_longer_text(text):
+    """``window_ends`` of each prefix of a text (at character starts): the ends it says are settled
+    are the first ends of the whole text (the transducer writes an end only once what follows
+    cannot change it), and all its ends are those of the prefix as a text of its own."""
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    for name, pattern in SHAPES.items():
+        if name in NO_TRANSDUCER:
+            continue
+        splitter = program_pretokenizer(pattern, engine="transducer")
+        whole = splitter.piece_ends(data)
+        if whole is None:
+            continue
+        for cut in [i for i in range(len(data) + 1) if i == len(data) or not 0x80 <= data[i] < 0xC0]:
+            found = splitter.window_ends(data[:cut])
+            prefix = splitter.piece_ends(data[:cut])
+            if found is None:
+                assert prefix is None
+                continue
+            ends, settled = found
+            assert ends.tolist() == prefix.tolist()
+            assert ends[:settled].tolist() == whole[:settled].tolist(), (name, text, cut)
+    with pytest.raises(ValueError, match="transducer"):
+        program_pretokenizer(SHAPES["custom"], engine="backtracking").window_ends(data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.sampled_from(ALPHABET), max_size=150).map("".join), windows=st.integers(2, 6))
+def test_a_text_split_in_windows_on_threads_splits_like_the_whole(splitters, text, windows):
+    """``parallel_split``: windows that reach a few bytes into the next (so that some meet the
+    known ends and others do not and the rest is split from the last true end) give the ends of the
+    whole text, on several threads."""
+    from bpebench.algorithms.pipeline import parallel_split
+
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    saved = parallel_split.OVERLAP
+    parallel_split.OVERLAP = 3
+    try:
+        for name, splitter in splitters.items():
+            whole = splitter.piece_ends(data)
+            split = parallel_split.piece_ends_on_threads(splitter, data, windows, windows)
+            assert (split is None) == (whole is None), (name, text)
+            if whole is not None:
+                assert split.tolist() == whole.tolist(), (name, text, windows)
+    finally:
+        parallel_split.OVERLAP = saved
+
+
+def test_windows_that_share_no_end_leave_the_rest_to_one_thread():
+    """A whitespace run longer than the overlap across every window start: no window meets the ends
+    before it, so the text from the last true end is split on the calling thread."""
+    from bpebench.algorithms.pipeline import parallel_split
+
+    splitter = program_pretokenizer(SHAPES["o200k"], engine="transducer")
+    text = "word " * 20_000 + " " * 100_000 + "end\n" + "x, y" * 10_000
+    data = np.frombuffer(text.encode(), dtype=np.uint8)
+    calls = []
+    serial = splitter.piece_ends
+    splitter.piece_ends = lambda d: (calls.append(len(d)), serial(d))[1]
+    try:
+        assert parallel_split.piece_ends_on_threads(splitter, data, 4, 4).tolist() == serial(data).tolist()
+    finally:
+        del splitter.piece_ends
+    assert calls and calls[0] < len(data)  # the rest only, not the whole text

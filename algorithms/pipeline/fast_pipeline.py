@@ -1179,13 +1179,14 @@ class FusedPipeline:
         self._encode_pieces_own = (getattr(self._encode_pieces, "unchecked", None)
                                    or functools.partial(self._encode_pieces, self.plan))
 
-    def _split(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _split(self, arr: np.ndarray, parts: int = 1, threads: int = 1) -> tuple[np.ndarray, np.ndarray, bool]:
         """(the bytes to encode, their piece ends, whether the ends come from a generated matcher) of
         the UTF-8 text ``arr`` for a pattern with no compiled pre-tokenizer: the generated matcher
-        splits, else ``regex``."""
-        piece_ends = getattr(self.splitter, "piece_ends", None)
-        if piece_ends is not None:
-            ends = piece_ends(arr)
+        splits (a transducer in up to ``parts`` windows on ``threads`` threads), else ``regex``."""
+        if getattr(self.splitter, "piece_ends", None) is not None:
+            from .parallel_split import piece_ends_on_threads
+
+            ends = piece_ends_on_threads(self.splitter, arr, parts, threads)
             if ends is not None:
                 return arr, ends, True
         text = arr.tobytes().decode("utf-8")
@@ -1214,17 +1215,18 @@ class FusedPipeline:
             return self._encode_pieces_own(data, ends, out, cache)
         return self._encode_pieces(plan, data, ends, out, cache)
 
-    def split_parts(self, data: bytes, parts: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """A long UTF-8 text, for a pattern with no compiled pre-tokenizer, split once on the calling
-        thread and cut at piece ends into up to ``parts`` parts of about equal bytes: (the part's
-        bytes, its piece ends). Encoding the parts (:meth:`encode_part_list`) one after the other gives
-        the whole text's ids, since BPE runs piece by piece. The split itself cannot be cut: where a
-        piece of an arbitrary pattern ends may depend on text far before it, so a part split on its
-        own could split otherwise (``\\s+(?!\\S)`` at a part's end). Empty for an empty split."""
+    def split_parts(self, data: bytes, parts: int, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+        """A long UTF-8 text, for a pattern with no compiled pre-tokenizer, split whole and cut at piece
+        ends into up to ``parts`` parts of about equal bytes: (the part's bytes, its piece ends).
+        Encoding the parts (:meth:`encode_part_list`) one after the other gives the whole text's ids,
+        since BPE runs piece by piece. The text is not cut before it is split: where a piece of an
+        arbitrary pattern ends may depend on text far before it, so a part split on its own could
+        split otherwise (``\\s+(?!\\S)`` at a part's end); a transducer splits it in windows on
+        ``threads`` threads (:mod:`.parallel_split`). Empty for an empty split."""
         arr = np.frombuffer(data, _U8)
         if not self._all_bytes_are_tokens:
             self._check(arr)
-        source, ends, _ = self._split(arr)
+        source, ends, _ = self._split(arr, parts, threads)
         if not len(ends):
             return []
         ends = np.asarray(ends, dtype=np.int64)

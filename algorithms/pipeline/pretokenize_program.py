@@ -245,6 +245,19 @@ class ProgramPretokenizer:
                 self._overloads[key] = compiled.entry_point
         return ends[:m] if m >= 0 else None
 
+    def window_ends(self, data: np.ndarray) -> tuple[np.ndarray, int] | None:
+        """(:meth:`piece_ends` of ``data``, how many of them every text that starts with ``data``
+        has), or None as there; transducer engine only (it writes an end once what follows cannot
+        change it; the generated matcher's matches may depend on where the text stops)."""
+        from .pretokenize_transducer import split_window
+
+        if self.engine != "transducer":
+            raise ValueError("window_ends needs the transducer engine")
+        ends = np.empty(len(data) + 1, dtype=np.int64)
+        settled = np.zeros(1, dtype=np.int64)
+        m = split_window(data, *self._tables, ends, settled)
+        return (ends[:m], int(settled[0])) if m >= 0 else None
+
 
 _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 

@@ -546,9 +546,11 @@ def _settle(ends, m, after, packed, ring):
 
 
 @njit(cache=True)
-def split_ascii(data, byte_kinds, table, final, start, n_kinds, ends):
+def split_ascii(data, byte_kinds, table, final, start, n_kinds, ends, settled):
     """Piece ends of the ASCII text ``data`` (its bytes are its characters). Returns the number of
-    ends, or -1 when some of the text matches no branch."""
+    ends, or -1 when some of the text matches no branch. ``settled`` (int64[1], or empty for none)
+    gets how many ends were written before the text's end was read: every text that starts with
+    ``data`` has them (the transducer writes an end only once what follows cannot change it)."""
     n = data.shape[0]
     low = np.uint64(0xFFFFFFFF)
     no_ring = ends[:0]
@@ -576,6 +578,9 @@ def split_ascii(data, byte_kinds, table, final, start, n_kinds, ends):
                 ends[m] = i + 1 - ((packed >> _OFFSETS_AT) & 15)
                 m += packed & 15
             i += 1
+        if settled.shape[0] > 0:  # the first time the text's end is read
+            settled[0] = m
+            settled = settled[:0]
         packed = np.int64(final[row // np.uint64(n_kinds)])
         if packed & FAIL:
             return -1
@@ -608,14 +613,14 @@ def _kind_at(data, b, byte_kinds, stage1, stage2):
 
 
 @njit(cache=True, _nrt=False)
-def split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends, ring):
+def split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends, ring, settled):
     """Piece ends (byte offsets) of the UTF-8 text ``data``, its characters decoded as they are read
     (:func:`_split` over kinds and offsets made in a pass of their own wrote and read ten bytes a
     character more: 4.8-5.7 against 3.3 ms per MB of prose with a few curly quotes). A packed end is
     at most 15 characters back (four bits), so the byte offsets of the last ``_RING`` character
     positions are kept in ``ring`` (int64[_RING]); an overflow's last match keeps its own. Compiled
     without reference counting: the decoding helper's arrays cost an atomic increment and decrement
-    a character (7x slower)."""
+    a character (7x slower). ``settled`` as in :func:`split_ascii`."""
     n = data.shape[0]
     low = np.uint64(0xFFFFFFFF)
     ring[0] = 0
@@ -651,6 +656,9 @@ def split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, 
             else:  # none or one end, written without a branch on the text
                 ends[m] = ring[(i - ((packed >> _OFFSETS_AT) & 15)) & (_RING - 1)]
                 m += packed & 15
+        if settled.shape[0] > 0:  # the first time the text's end is read
+            settled[0] = m
+            settled = settled[:0]
         packed = np.int64(final[row // np.uint64(n_kinds)])
         if packed & FAIL:
             return -1
@@ -669,11 +677,19 @@ def split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, 
 def split_utf8(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends):
     """Piece ends (byte offsets) of the UTF-8 text ``data``: :func:`split_ascii` over its bytes when it
     is ASCII, else :func:`split_mixed`."""
+    return split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends,
+                        np.empty(0, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends, settled):
+    """:func:`split_utf8`, and in ``settled[0]`` (when not empty) how many of the ends every text that
+    starts with ``data`` has (see :func:`split_ascii`): a window of a longer text split on its own."""
     n = data.shape[0]
     high = 0
     for i in range(n):
         high |= data[i]
     if high < 0x80:
-        return split_ascii(data, byte_kinds, table, final, start, n_kinds, ends)
+        return split_ascii(data, byte_kinds, table, final, start, n_kinds, ends, settled)
     return split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends,
-                       np.empty(_RING, dtype=np.int64))
+                       np.empty(_RING, dtype=np.int64), settled)

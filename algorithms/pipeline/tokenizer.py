@@ -388,7 +388,7 @@ class Tokenizer:
     def _split_parts(self, normalized: str, threads: int) -> list:
         """A long normalized text for a pattern with no compiled pre-tokenizer: split whole on this
         thread, then cut at piece ends into a few parts per thread (``FusedPipeline.split_parts``)."""
-        return self._fused.split_parts(utf8(normalized), part_count(len(normalized), threads))
+        return self._fused.split_parts(utf8(normalized), part_count(len(normalized), threads), threads)
 
     def _parallel_list(self, normalized: str, threads: int) -> list[int]:
         """The ids of a long normalized text as a list: each part's list is built on the thread that
