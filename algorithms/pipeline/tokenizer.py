@@ -386,9 +386,13 @@ class Tokenizer:
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     def _split_parts(self, normalized: str, threads: int) -> list:
-        """A long normalized text for a pattern with no compiled pre-tokenizer: split whole on this
-        thread, then cut at piece ends into a few parts per thread (``FusedPipeline.split_parts``)."""
-        return self._fused.split_parts(utf8(normalized), part_count(len(normalized), threads), threads)
+        """A long normalized text for a pattern with no compiled pre-tokenizer: its UTF-8 made a share
+        per thread (2.4 ms per MB on one), split whole, then cut at piece ends into a few parts per
+        thread (``FusedPipeline.split_parts``)."""
+        fused, n = self._fused, len(normalized)
+        shares = [(k * n // threads, (k + 1) * n // threads) for k in range(threads)]
+        data = b"".join(run_all(lambda span: fused.utf8_span(normalized, *span), shares, threads))
+        return fused.split_parts(data, part_count(n, threads), threads)
 
     def _parallel_list(self, normalized: str, threads: int) -> list[int]:
         """The ids of a long normalized text as a list: each part's list is built on the thread that
