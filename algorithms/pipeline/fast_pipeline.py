@@ -1183,10 +1183,14 @@ class FusedPipeline:
         """(the bytes to encode, their piece ends, whether the ends come from a generated matcher) of
         the UTF-8 text ``arr`` for a pattern with no compiled pre-tokenizer: the generated matcher
         splits (a transducer in up to ``parts`` windows on ``threads`` threads), else ``regex``."""
-        if getattr(self.splitter, "piece_ends", None) is not None:
-            from .parallel_split import piece_ends_on_threads
+        piece_ends = getattr(self.splitter, "piece_ends", None)
+        if piece_ends is not None:
+            if parts > 1 and threads > 1:  # a long text; a document's call stays direct
+                from .parallel_split import piece_ends_on_threads
 
-            ends = piece_ends_on_threads(self.splitter, arr, parts, threads)
+                ends = piece_ends_on_threads(self.splitter, arr, parts, threads)
+            else:
+                ends = piece_ends(arr)
             if ends is not None:
                 return arr, ends, True
         text = arr.tobytes().decode("utf-8")
@@ -1229,9 +1233,8 @@ class FusedPipeline:
         source, ends, _ = self._split(arr, parts, threads)
         if not len(ends):
             return []
-        ends = np.asarray(ends, dtype=np.int64)
         # the last piece of each part: the first piece ending at or after the part's share of bytes
-        last = np.unique(np.searchsorted(ends, np.arange(1, max(parts, 1)) * int(ends[-1]) // max(parts, 1)))
+        last = np.unique(np.searchsorted(ends, np.arange(1, parts) * int(ends[-1]) // max(parts, 1)))
         bounds = [-1, *(int(i) for i in last if i < len(ends) - 1), len(ends) - 1]
         result = []
         for first_piece, last_piece in zip(bounds, bounds[1:]):

@@ -684,8 +684,7 @@ def split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, 
 def split_utf8(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends):
     """Piece ends (byte offsets) of the UTF-8 text ``data``: :func:`split_ascii` over its bytes when it
     is ASCII, else :func:`split_mixed`."""
-    return split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends,
-                        np.empty(0, dtype=np.int64))
+    return split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends, ends[:0])
 
 
 @njit(cache=True, nogil=True)
