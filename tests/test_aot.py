@@ -9,6 +9,7 @@ temporary cache roots, never on the module this process has loaded.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpebench.algorithms.pipeline import aot
+from bpebench.algorithms.pipeline import aot, fast_pipeline
 from bpebench.algorithms.pipeline.fast_pipeline import (FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch,
                                                        new_piece_cache, unsupported_reason)
 from bpebench.algorithms.formats import load_vocabulary
@@ -470,6 +471,37 @@ def test_helper_builds_the_lists_tolist_builds(aot_module, pipelines):
     text = (REPO / "README.md").read_text(encoding="utf-8")
     tok = Tokenizer(vocabulary("o200k_base"), pretokenizer="regex")
     assert fp.encode_list(text.encode()) == tok.encode_ordinary(text)
+
+
+def test_lists_hold_the_pinned_id_objects_without_new_references(aot_module, pipelines):
+    """The process's table of id objects is pinned (Python 3.11: a reference count no release
+    reaches), so lists of ids hold its objects without taking references: the counts stay, the
+    objects outlive any number of lists, and a list of 4,096 ids or more, filled with the GIL
+    released, comes back tracked by the garbage collector. An id past a shorter view of the table
+    is refused on that path as on the other."""
+    helper = aot_module.id_lists
+    fp = pipelines["o200k_base"]
+    objects = fp._shared_ints()
+    assert objects.base is fast_pipeline.shared_ints(len(objects))  # one table for the process
+    pinned = sys.version_info < (3, 12)
+    assert (sys.getrefcount(objects[1000]) > 2**59) is pinned
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, len(objects), size=10_000).astype(np.int32)
+    ids[:3] = 1000
+    held = sys.getrefcount(objects[1000])
+    lists = [helper.id_list(objects, ids), helper.id_list(objects, ids[:50])]
+    taken = sys.getrefcount(objects[1000]) - held
+    assert taken == (0 if pinned else 6)
+    assert lists == [ids.tolist(), ids[:50].tolist()] and gc.is_tracked(lists[0])
+    for _ in range(3):
+        del lists
+        lists = [helper.id_list(objects, ids)]
+    assert objects[1000] == 1000 and lists[0] == ids.tolist()
+    with pytest.raises(IndexError, match="id 150 at position 4500"):
+        helper.id_list(objects[:100], np.where(np.arange(5000) == 4500, 150, 7).astype(np.int32))
+    grown = fast_pipeline.shared_ints(len(objects) + 10, helper)
+    assert len(grown) >= len(objects) + 10 and all(grown[i] is objects[i] for i in (0, 257, 1000, len(objects) - 1))
+    assert helper.id_list(grown, ids[:50]) == ids[:50].tolist()
 
 
 def test_helper_refuses_what_it_would_misread_and_leaks_nothing(aot_module):

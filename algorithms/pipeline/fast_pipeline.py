@@ -1041,6 +1041,35 @@ def _out_of_order_tables(vocab) -> dict | None:
 
 #: Python keeps one shared int object for each of -5..256: ``tolist`` allocates nothing for those
 _CACHED_INT_MAX = 256
+
+_shared_ints_lock = threading.Lock()
+_shared_ints_table: np.ndarray | None = None
+_shared_ints_pin_tried = False  # the helper was asked to pin the current table
+
+
+def shared_ints(n: int, helper=None) -> np.ndarray:
+    """An object array whose item ``i`` is the int ``i``, for at least ``n`` ids: one table for every
+    pipeline of the process (~5 ms and ~8 MB for o200k's 200,000 ids, made once), grown when a
+    larger vocabulary asks. With the ahead-of-time ``helper`` its objects are pinned
+    (``id_lists.c``, "Pinned arrays"), so lists of ids hold them without taking references."""
+    global _shared_ints_table, _shared_ints_pin_tried
+    table = _shared_ints_table
+    if table is not None and len(table) >= n and (helper is None or _shared_ints_pin_tried):
+        return table
+    with _shared_ints_lock:
+        table = _shared_ints_table
+        if table is None or len(table) < n:
+            grown = np.arange(n).astype(object)
+            if table is not None:
+                grown[: len(table)] = table  # the ids already handed out keep their objects
+            table = _shared_ints_table = grown
+            _shared_ints_pin_tried = False
+        if helper is not None and not _shared_ints_pin_tried:
+            helper.pin_objects(table)  # False (nothing done) on Python 3.12 and newer
+            _shared_ints_pin_tried = True
+    return table
+
+
 _U8 = np.dtype(np.uint8)
 
 
@@ -1328,11 +1357,12 @@ class FusedPipeline:
         return buffer
 
     def _shared_ints(self) -> np.ndarray:
-        """One int object per token id, as an object array (made on first use: ~5 ms and ~8 MB
-        for o200k; two threads may both make it, with the same contents)."""
+        """One int object per token id, as an object array: this vocabulary's view of the process's
+        ``shared_ints`` (the view starts where the table does, so the helper knows it as pinned)."""
         objects = self._id_objects
         if objects is None:
-            objects = self._id_objects = np.arange(len(self.plan.matcher.rows)).astype(object)
+            n = len(self.plan.matcher.rows)
+            objects = self._id_objects = shared_ints(n, self._id_lists)[:n]
         return objects
 
     def id_list(self, ids: np.ndarray) -> list[int]:
@@ -1340,11 +1370,12 @@ class FusedPipeline:
         1 MB unsplittable piece on o200k: 1.3 ms, against 10.5 ms for ``tolist``).
 
         ``tolist`` allocates a new int object per id (~20 ns; ids above 256 are not
-        cached by Python) and the caller frees them all again. Long outputs instead take
-        a reference to one shared int object per token id (``_shared_ints``). With the
-        ahead-of-time build, the ``_bpebench_ids`` helper (``id_lists.c``) writes them
-        straight into the list in one pass; outputs under ``GATHER_MIN`` ids keep
-        ``tolist`` (no shared ints needed for short texts).
+        cached by Python) and the caller frees them all again. Long outputs instead hold
+        one shared int object per token id (``shared_ints``). With the ahead-of-time build,
+        the ``_bpebench_ids`` helper (``id_lists.c``) writes them straight into the list in
+        one pass, without taking references where it pinned the table (Python 3.11: every
+        reference taken was a write to the id's object); outputs under ``GATHER_MIN`` ids
+        keep ``tolist`` (no shared ints needed for short texts).
 
         Measured (o200k, whole calls, one process, best of 9, 2026-11-23): against numpy's
         gather (``np.take`` into an object buffer, then its ``tolist``) the helper made
