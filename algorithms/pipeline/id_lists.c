@@ -61,8 +61,8 @@ static int get_vector(PyObject *arg, Py_buffer *view, Py_ssize_t itemsize, const
 /* Pinned arrays: object arrays whose items ``pin_objects`` made permanent. A list may hold such an
    item without taking a reference: the list's release still drops one, but the count starts at
    2^60, which no process's releases reach. Taking a reference is a write to the int object of
-   every id, on a text the CPU has not seen a cache miss each; without it a list of ids costs half
-   as much (prose 8-12 -> 4-6 ns an id, code 5-6 -> 3). Python 3.12 has such objects itself
+   every id, on a text the CPU has not seen a cache miss each; without it a list of ids is made
+   1.2-1.7x as fast (docs/performance.md, "Pinned id objects"). Python 3.12 has such objects itself
    ("immortal", PEP 683) with another reference-count layout, so this is done for 3.11 and older
    only. Each pinned array is kept alive here, so an address in this table always means that array. */
 #define MAX_PINNED 16
