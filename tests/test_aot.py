@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -502,6 +503,45 @@ def test_lists_hold_the_pinned_id_objects_without_new_references(aot_module, pip
     grown = fast_pipeline.shared_ints(len(objects) + 10, helper)
     assert len(grown) >= len(objects) + 10 and all(grown[i] is objects[i] for i in (0, 257, 1000, len(objects) - 1))
     assert helper.id_list(grown, ids[:50]) == ids[:50].tolist()
+
+
+def test_batch_lists_from_pinned_objects_are_filled_together(aot_module, pipelines):
+    """A batch's lists are each shorter than 4,096 ids but together longer: from the pinned table
+    they are made first and filled in one stretch with the GIL released. They equal the slices,
+    take no references, come back tracked by the garbage collector (empty ones too), and an id past
+    a shorter view of the table is refused with the position of the first bad id."""
+    helper = aot_module.id_lists
+    objects = pipelines["o200k_base"]._shared_ints()
+    pinned = sys.version_info < (3, 12)
+    rng = np.random.default_rng(9)
+    ids = rng.integers(0, len(objects), size=12_000).astype(np.int32)
+    ids[::500] = 1000
+    bounds = np.array([0, 0, 300, 3000, 3000, 7000, 12_000], dtype=np.int64)
+    held = sys.getrefcount(objects[1000])
+    lists = helper.id_lists(objects, ids, bounds)
+    taken = sys.getrefcount(objects[1000]) - held
+    assert taken == (0 if pinned else 24)
+    assert lists == [ids[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+    assert all(gc.is_tracked(one) for one in lists) and gc.is_tracked(lists)
+    del lists
+    assert objects[1000] == 1000
+    small = np.array([0, 0, 40, 41, 900], dtype=np.int64)  # under 4,096 together: filled with the GIL held
+    assert helper.id_lists(objects, ids, small) == [ids[a:b].tolist() for a, b in zip(small[:-1], small[1:])]
+    bad = np.where(np.arange(6000) == 4500, 150, 7).astype(np.int32)
+    for bad_bounds in ([0, 2000, 4000, 6000], [0, 4490, 4510]):
+        with pytest.raises(IndexError, match="id 150 at position 4500"):
+            helper.id_lists(objects[:100], bad, np.array(bad_bounds, dtype=np.int64))
+    # collections on another thread while the lists are filled without the GIL read none of them
+    stop = threading.Event()
+    collector = threading.Thread(target=lambda: [gc.collect(0) for _ in iter(stop.is_set, True)])
+    collector.start()
+    try:
+        for _ in range(30):
+            lists = helper.id_lists(objects, ids, bounds)
+            assert [len(one) for one in lists] == np.diff(bounds).tolist() and lists[-1] == ids[7000:].tolist()
+    finally:
+        stop.set()
+        collector.join()
 
 
 def test_helper_refuses_what_it_would_misread_and_leaks_nothing(aot_module):

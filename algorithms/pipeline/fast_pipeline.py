@@ -1045,6 +1045,7 @@ _CACHED_INT_MAX = 256
 _shared_ints_lock = threading.Lock()
 _shared_ints_table: np.ndarray | None = None
 _shared_ints_pin_tried = False  # the helper was asked to pin the current table
+_shared_ints_pinned = False  # ... and did (Python 3.11): lists of ids are then filled without the GIL
 
 
 def shared_ints(n: int, helper=None) -> np.ndarray:
@@ -1052,7 +1053,7 @@ def shared_ints(n: int, helper=None) -> np.ndarray:
     pipeline of the process (~5 ms and ~8 MB for o200k's 200,000 ids, made once), grown when a
     larger vocabulary asks. With the ahead-of-time ``helper`` its objects are pinned
     (``id_lists.c``, "Pinned arrays"), so lists of ids hold them without taking references."""
-    global _shared_ints_table, _shared_ints_pin_tried
+    global _shared_ints_table, _shared_ints_pin_tried, _shared_ints_pinned
     table = _shared_ints_table
     if table is not None and len(table) >= n and (helper is None or _shared_ints_pin_tried):
         return table
@@ -1063,11 +1064,18 @@ def shared_ints(n: int, helper=None) -> np.ndarray:
             if table is not None:
                 grown[: len(table)] = table  # the ids already handed out keep their objects
             table = _shared_ints_table = grown
-            _shared_ints_pin_tried = False
+            _shared_ints_pin_tried = _shared_ints_pinned = False
         if helper is not None and not _shared_ints_pin_tried:
-            helper.pin_objects(table)  # False (nothing done) on Python 3.12 and newer
+            # False (nothing done) on Python 3.12 and newer
+            _shared_ints_pinned = bool(helper.pin_objects(table))
             _shared_ints_pin_tried = True
     return table
+
+
+def lists_without_gil() -> bool:
+    """Whether lists of ids (``FusedPipeline.id_list`` / ``id_lists``) are filled with the GIL
+    released once they hold 4,096 ids (a batch's lists together): the shared table is pinned."""
+    return _shared_ints_pinned
 
 
 _U8 = np.dtype(np.uint8)

@@ -66,7 +66,8 @@ static int get_vector(PyObject *arg, Py_buffer *view, Py_ssize_t itemsize, const
    ("immortal", PEP 683) with another reference-count layout, so this is done for 3.11 and older
    only. Each pinned array is kept alive here, so an address in this table always means that array. */
 #define MAX_PINNED 16
-/* a list of at least this many ids from a pinned array is filled with the GIL released */
+/* a list of at least this many ids from a pinned array is filled with the GIL released (a batch's
+   lists too, when they hold this many together) */
 #define RELEASE_GIL_IDS 4096
 static struct {
     PyObject *owner;
@@ -83,44 +84,99 @@ static int all_pinned(PyObject *const *objects, Py_ssize_t n_objects)
     return 0;
 }
 
+/* items[k - start] = objects[ids[k]] for start <= k < end, no reference taken (a pinned array); the
+   position of the first id out of range, or -1. Needs no GIL: it writes only the list's storage. */
+static Py_ssize_t fill_pinned(PyObject **items, PyObject *const *objects, Py_ssize_t n_objects,
+                              const int32_t *ids, Py_ssize_t start, Py_ssize_t end)
+{
+    for (Py_ssize_t k = start; k < end; k++) {
+        uint32_t id = (uint32_t)ids[k];
+        if (id >= (uint64_t)n_objects)
+            return k;
+        items[k - start] = objects[id];
+    }
+    return -1;
+}
+
+static void id_out_of_range(const int32_t *ids, Py_ssize_t k, Py_ssize_t n_objects)
+{
+    PyErr_Format(PyExc_IndexError, "id %d at position %zd is not below %zd", ids[k], k, n_objects);
+}
+
+/* made[k] = a new list of objects[ids[at[k]:at[k + 1]]] for 0 <= k < n_lists, from a pinned array.
+   Each list gets storage that is not written before its items are (its size stays 0 until they
+   are: a valid empty list meanwhile); ``PyList_New``'s zeroed storage, then the items, took 20%
+   more time an id. When the lists hold RELEASE_GIL_IDS ids together they are filled in one stretch
+   with the GIL released: threads that each encoded a part of a text or of a batch then build their
+   lists at the same time (a batch's documents are mostly shorter than that one by one, and with
+   the GIL held their lists were 13-14% of a batch call's CPU time; 2% is left). One stretch per
+   call: with a busy Python thread beside, every reacquisition of the GIL waits up to the
+   interpreter's switch interval, and releasing it per block of lists made a call 47x slower.
+   0, or -1 with an exception set (each list made then holds the items it was given; the caller
+   releases them with ``made``). */
+static int fill_pinned_lists(PyObject **made, PyObject *const *objects, Py_ssize_t n_objects, const int32_t *ids,
+                             const int64_t *at, Py_ssize_t n_lists)
+{
+    for (Py_ssize_t k = 0; k < n_lists; k++) {
+        PyObject *one = PyList_New(0);
+        if (one == NULL)
+            return -1;
+        made[k] = one;
+        Py_ssize_t n = (Py_ssize_t)(at[k + 1] - at[k]);
+        if (n > 0) {
+            PyObject **storage = PyMem_New(PyObject *, n);
+            if (storage == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            ((PyListObject *)one)->ob_item = storage;
+            ((PyListObject *)one)->allocated = n;
+        }
+    }
+    int release = n_lists > 0 && at[n_lists] - at[0] >= RELEASE_GIL_IDS;
+    Py_ssize_t bad = -1;
+    PyThreadState *state = NULL;
+    if (release) {
+        /* only the caller refers to the lists; kept from the garbage collector while their sizes
+           are written, so that no collection in another thread reads them meanwhile */
+        for (Py_ssize_t k = 0; k < n_lists; k++)
+            PyObject_GC_UnTrack(made[k]);
+        state = PyEval_SaveThread();
+    }
+    for (Py_ssize_t k = 0; k < n_lists && bad < 0; k++) {
+        PyListObject *one = (PyListObject *)made[k];
+        bad = fill_pinned(one->ob_item, objects, n_objects, ids, (Py_ssize_t)at[k], (Py_ssize_t)at[k + 1]);
+        Py_SET_SIZE(one, bad >= 0 ? bad - (Py_ssize_t)at[k] : (Py_ssize_t)(at[k + 1] - at[k]));
+    }
+    if (release) {
+        PyEval_RestoreThread(state);
+        for (Py_ssize_t k = 0; k < n_lists; k++)
+            PyObject_GC_Track(made[k]);
+    }
+    if (bad >= 0) {
+        id_out_of_range(ids, bad, n_objects);
+        return -1;
+    }
+    return 0;
+}
+
 /* a new list of objects[ids[k]] for start <= k < end, or NULL with an exception set */
 static PyObject *gather(PyObject *const *objects, Py_ssize_t n_objects, const int32_t *ids,
                         Py_ssize_t start, Py_ssize_t end)
 {
-    PyObject *list = PyList_New(end - start);
-    if (list == NULL)
-        return NULL;
-    PyObject **items = ((PyListObject *)list)->ob_item;
     if (all_pinned(objects, n_objects)) {
-        /* No reference is taken and nothing else is written, so a long list is filled with the GIL
-           released (threads that each encoded a part of a text then build their lists at the same
-           time). The list is kept from the garbage collector meanwhile: its items are not all set. */
-        Py_ssize_t bad = -1;
-        int release = end - start >= RELEASE_GIL_IDS;
-        PyThreadState *state = NULL;
-        if (release) {
-            PyObject_GC_UnTrack(list);
-            state = PyEval_SaveThread();
-        }
-        for (Py_ssize_t k = start; k < end; k++) {
-            uint32_t id = (uint32_t)ids[k];
-            if (id >= (uint64_t)n_objects) {
-                bad = k;
-                break;
-            }
-            items[k - start] = objects[id];
-        }
-        if (release) {
-            PyEval_RestoreThread(state);
-            PyObject_GC_Track(list);
-        }
-        if (bad >= 0) {
-            Py_DECREF(list);  /* the items not set are NULL, which the list's release skips */
-            PyErr_Format(PyExc_IndexError, "id %d at position %zd is not below %zd", ids[bad], bad, n_objects);
+        PyObject *list = NULL;
+        const int64_t at[2] = {start, end};
+        if (fill_pinned_lists(&list, objects, n_objects, ids, at, 1) < 0) {
+            Py_XDECREF(list);
             return NULL;
         }
         return list;
     }
+    PyObject *list = PyList_New(end - start);
+    if (list == NULL)
+        return NULL;
+    PyObject **items = ((PyListObject *)list)->ob_item;
     /* The shared objects and their pointers span megabytes: on a text the CPU has not seen, nearly
        every reference would miss the cache, one miss after another. Two passes of prefetches first
        (pointers, then the objects they point at; a prefetch never faults, and every read of a pointer
@@ -140,7 +196,7 @@ static PyObject *gather(PyObject *const *objects, Py_ssize_t n_objects, const in
         if (id >= (uint64_t)n_objects || objects[id] == NULL) {
             /* the items written so far are released with the list; the rest are NULL */
             Py_DECREF(list);
-            PyErr_Format(PyExc_IndexError, "id %d at position %zd is not below %zd", ids[k], k, n_objects);
+            id_out_of_range(ids, k, n_objects);
             return NULL;
         }
         PyObject *object = objects[id];
@@ -196,6 +252,13 @@ static PyObject *id_lists(PyObject *Py_UNUSED(module), PyObject *const *args, Py
     lists = PyList_New(n_lists);
     if (lists == NULL)
         goto release_bounds;
+    if (all_pinned((PyObject *const *)objects.buf, objects.shape[0])) {
+        /* the lists made go straight into ``lists``, which releases them on an error */
+        if (fill_pinned_lists(((PyListObject *)lists)->ob_item, (PyObject *const *)objects.buf, objects.shape[0],
+                              (const int32_t *)ids.buf, at, n_lists) < 0)
+            Py_CLEAR(lists);
+        goto release_bounds;
+    }
     for (Py_ssize_t k = 0; k < n_lists; k++) {
         PyObject *one = gather((PyObject *const *)objects.buf, objects.shape[0], (const int32_t *)ids.buf,
                                (Py_ssize_t)at[k], (Py_ssize_t)at[k + 1]);
