@@ -139,6 +139,23 @@ def test_module_equals_jit_on_drawn_text(name, text, pipelines):
 
 
 @pytest.mark.parametrize("name", VOCABULARIES)
+@settings(max_examples=100, deadline=None)
+@given(text=pipeline_texts())
+def test_bytes_entry_point_equals_jit(name, text, pipelines):
+    """``encode_bytes`` (the text as a ``bytes`` object, its array made inside the module: what
+    ``encode_list`` calls) gives the JIT's ids and keeps no reference to the text."""
+    fp = pipelines[name]
+    assert fp._encode_bytes_own is not None
+    data = text.encode("utf-8")
+    out = np.empty(len(data), dtype=np.int32)
+    held = sys.getrefcount(data)
+    n = fp._encode_bytes_own(data, out, new_piece_cache(16))
+    kept = sys.getrefcount(data) - held
+    assert kept == 0
+    assert out[:n].tolist() == aot_and_jit(fp, data)[1]
+
+
+@pytest.mark.parametrize("name", VOCABULARIES)
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(pipeline_texts(max_size=30), max_size=8))
 def test_batch_entry_point_equals_jit(name, texts, pipelines):

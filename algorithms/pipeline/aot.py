@@ -3,8 +3,8 @@
 A fresh process that encodes through numba pays its fixed cost before the first
 id: ``import numba`` (~250 ms) and LLVM's start-up on the first call of any
 compiled function (~220 ms), even when every kernel comes from numba's disk
-cache. This module compiles the fused pipeline's two entry points,
-``fast_pipeline.encode_utf8`` and ``fast_pipeline.encode_utf8_batch``, once into
+cache. This module compiles the fused pipeline's entry points (``fast_pipeline.encode_utf8``,
+``encode_utf8_batch`` and ``encode_pieces``) once into
 a plain CPython extension module with ``numba.pycc``; loading it needs numpy
 only. With the lazy ``njit`` of :mod:`bpebench.algorithms.kernels.jit`, a process that only
 encodes with the default Tokenizer then never imports numba.
@@ -21,7 +21,10 @@ conversion does not check dtypes or shapes, so the wrappers of :meth:`AotModule.
 check every plan array once per plan (dtype, dimensions, contiguity, alignment; the handle is
 made then and kept with the plan, which keeps the arrays alive) and the text and output arrays
 on every call, and refuse anything else. The text array is declared read-only (a ``bytes`` text
-is), so one signature serves writable and read-only inputs alike.
+is), so one signature serves writable and read-only inputs alike. A fourth export,
+``encode_bytes``, is ``encode_utf8`` on a ``bytes`` object, its array made inside the module
+(``np.frombuffer`` and the array's conversion in Python cost a call on a word about 0.5 us; the
+Tokenizer's short texts take it).
 
 Beside it, the same build compiles ``id_lists.c`` into a second, small extension
 module (``_bpebench_ids``): it turns the kernel's int32 ids into a Python list in
@@ -318,7 +321,7 @@ class AotModule:
         match the compiled types."""
         description = self.manifest["plan"]
         handle = plan_handle(plan, description)
-        return (_encode_entry(self.module.encode_utf8, description, plan, handle),
+        return (_encode_entry(self.module.encode_utf8, description, plan, handle, self.module.encode_bytes),
                 _batch_entry(self.module.encode_utf8_batch, description, plan, handle),
                 _pieces_entry(self.module.encode_pieces, description, plan, handle))
 
@@ -343,7 +346,7 @@ def _binder(function, description: dict, plan, handle=None) -> list:
     return state, rebind
 
 
-def _encode_entry(function, description: dict, plan, handle=None):
+def _encode_entry(function, description: dict, plan, handle=None, bytes_function=None):
     state, rebind = _binder(function, description, plan, handle)
 
     def encode_utf8(plan, data, out, cache):
@@ -358,8 +361,10 @@ def _encode_entry(function, description: dict, plan, handle=None):
         return bound(data, out, cache)
 
     # for callers whose arrays are right by construction (``FusedPipeline.encode_list``): ``plan``'s
-    # kernel without the checks
+    # kernel without the checks; ``unchecked_bytes`` takes the text as a ``bytes`` object (``out`` at
+    # least as long as it)
     encode_utf8.unchecked = state[1]
+    encode_utf8.unchecked_bytes = None if bytes_function is None else functools.partial(bytes_function, state[2])
     return encode_utf8
 
 

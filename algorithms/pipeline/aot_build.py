@@ -1,6 +1,6 @@
 """The ahead-of-time build itself: runs in a child process that :mod:`.aot` starts.
 
-It compiles the fused pipeline's three entry points into one extension module with
+It compiles the fused pipeline's entry points into one extension module with
 ``numba.pycc`` (each wrapped in a generated function that takes the Plan as one int64
 handle of addresses, shapes and scalars, see :mod:`.aot`), compiles ``id_lists.c`` beside it, and writes the
 manifest that :mod:`.aot` checks before it loads anything. Kept apart from the loader so
@@ -68,6 +68,10 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         out_offsets = types.Array(types.int64, 1, "C")
         cache = types.Array(types.int64, 2, "C")
         cc.export("encode_utf8", types.int64(handle, data, ids, cache))(exports["encode_utf8"])
+        # the same kernel on a ``bytes`` object: its array is made inside (``np.frombuffer`` and the
+        # array argument's conversion cost a short text's call about 0.5 us in Python)
+        text = types.Bytes(types.uint8, 1, "C", readonly=True)
+        cc.export("encode_bytes", types.int64(handle, text, ids, cache))(exports["encode_bytes"])
         cc.export("encode_utf8_batch", types.int64(handle, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
         # writable, as the empty piece ends of the other entry points are: one compiled copy of the loop
@@ -125,7 +129,7 @@ def _compile_id_lists(out_dir: Path) -> Path:
 
 
 def _generate_exports(description: dict, fast_pipeline) -> dict:
-    """Python source of the three exported functions (plan handle -> Plan -> kernel), compiled: each
+    """Python source of the four exported functions (plan handle -> Plan -> kernel), compiled: each
     array leaf becomes ``numba.carray`` over its address and shape from the handle
     (:func:`.aot.handle_layout`), each scalar the handle's slot."""
     import importlib
@@ -136,7 +140,7 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
 
     namespace: dict = {"__name__": f"{__name__}_exports", "_carray": numba.carray, "_pointer": address_pointer,
                        "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
-                       "_encode_pieces": fast_pipeline.encode_pieces}
+                       "_encode_pieces": fast_pipeline.encode_pieces, "_frombuffer": np.frombuffer, "_u8": np.uint8}
     starts, _ = aot.handle_layout(description)
     names = {}
     for i, (leaf, start) in enumerate(zip(description["leaves"], starts)):
@@ -169,12 +173,14 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     plan = construct("")
     source = (f"def encode_utf8(handle, data, out, cache):\n"
               f"    return _encode_utf8({plan}, data, out, cache)\n\n"
+              f"def encode_bytes(handle, text, out, cache):\n"
+              f"    return _encode_utf8({plan}, _frombuffer(text, _u8), out, cache)\n\n"
               f"def encode_utf8_batch(handle, data, text_offsets, out, out_offsets, cache):\n"
               f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n\n"
               f"def encode_pieces(handle, data, piece_ends, out, cache):\n"
               f"    return _encode_pieces({plan}, data, piece_ends, out, cache)\n")
     exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
-    return {name: namespace[name] for name in ("encode_utf8", "encode_utf8_batch", "encode_pieces")}
+    return {name: namespace[name] for name in ("encode_utf8", "encode_bytes", "encode_utf8_batch", "encode_pieces")}
 
 
 def example_plan():

@@ -190,7 +190,7 @@ class Tokenizer:
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
         self._init_llama_cpp(vocabulary)
-        # a short text goes straight to the fused pipeline (``_direct_list``, ``_direct_bytes``):
+        # a short text goes straight to the fused pipeline (``encode_ordinary``, ``_direct_bytes``):
         # nothing to normalize and no special-token rules of llama.cpp
         self._direct = vocabulary.normalizer == "none" and self._carver is None
         self._special_pair = _first_two_bytes(self._special_prefix)
@@ -330,15 +330,16 @@ class Tokenizer:
         pre-token boundaries and its parts encoded on ``num_threads`` threads (default: every
         CPU, or ``BPEBENCH_NUM_THREADS``), with the same ids."""
         if self._direct and self._fused is not None and 0 < len(text) < MIN_PARALLEL_BYTES:
-            return self._direct_list(text)
+            # ``_encode_plain`` of a text too short for threads, for a vocabulary with no normalizer
+            # (the layers it skips cost a quarter of a call on a word), ``utf8`` inlined
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:
+                data = utf8(text)
+            return self._fused.encode_list(data)
         if self._carver is not None and self._carver.always:
             return self._join(self._carver.segments(text, frozenset()))
         return self._encode_plain(text, num_threads=num_threads)
-
-    def _direct_list(self, text: str) -> list[int]:
-        """``_encode_plain`` of a text too short for threads, for a vocabulary with no normalizer
-        (the layers it skips cost a quarter of a call on a word)."""
-        return self._fused.encode_list(utf8(text))
 
     def _direct_bytes(self, text: str) -> bytes | None:
         """The UTF-8 of ``text`` when ``encode`` and ``encode_to_numpy`` may send it straight to the
