@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -517,9 +518,40 @@ def test_lists_hold_the_pinned_id_objects_without_new_references(aot_module, pip
     assert objects[1000] == 1000 and lists[0] == ids.tolist()
     with pytest.raises(IndexError, match="id 150 at position 4500"):
         helper.id_list(objects[:100], np.where(np.arange(5000) == 4500, 150, 7).astype(np.int32))
-    grown = fast_pipeline.shared_ints(len(objects) + 10, helper)
-    assert len(grown) >= len(objects) + 10 and all(grown[i] is objects[i] for i in (0, 257, 1000, len(objects) - 1))
-    assert helper.id_list(grown, ids[:50]) == ids[:50].tolist()
+    assert helper.id_list(objects, ids[:50]) == ids[:50].tolist()
+
+
+def test_strided_ints_are_ints_at_one_stride_and_survive_a_larger_table(aot_module, pipelines):
+    """On Python 3.11 the process's table holds the interpreter's small ints up to 256 and, above,
+    ints made by the helper in one block, 32 bytes apart (so a list is filled without reading the
+    table): they are plain ints in every respect. A vocabulary larger than the table gets a new one;
+    the lists and objects of the old one stay valid."""
+    helper = aot_module.id_lists
+    fp = pipelines["o200k_base"]
+    table = fast_pipeline.shared_ints(len(fp._shared_ints()))
+    strided = sys.version_info < (3, 12)
+    assert fast_pipeline.lists_without_gil() is strided
+    assert (len(table) >= fast_pipeline.STRIDED_INTS_MIN) is strided
+    if not strided:
+        return
+    assert table.tolist() == list(range(len(table)))
+    assert all(table[i] is i for i in (0, 1, 100, 256))  # the interpreter's own small ints
+    assert all(id(table[i]) - id(table[257]) == (i - 257) * 32 for i in (258, 1000, len(table) - 1))
+    x = table[100_000]
+    assert type(x) is int and x + 1 == 100_001 and hash(x) == 100_000 and f"{x:,}" == "100,000"
+    assert pickle.loads(pickle.dumps(x)) == 100_000 and x.to_bytes(3, "big") == (100_000).to_bytes(3, "big")
+    ids = np.array([5, 256, 257, 100_000, len(table) - 1], dtype=np.int32)
+    old_list = helper.id_list(table, ids)
+    assert old_list == ids.tolist() and old_list[3] is x
+    larger = fast_pipeline.shared_ints(len(table) + 10, helper)
+    assert len(larger) == len(table) + 10 and larger[300] is not table[300] and larger[300] == 300
+    assert helper.id_list(larger, np.array([len(table) + 9, 7], dtype=np.int32)) == [len(table) + 9, 7]
+    assert helper.id_list(table, ids) == old_list == ids.tolist()  # the old table serves on
+    assert fp.id_list(np.tile(ids[:4], 20)) == np.tile(ids[:4], 20).tolist()  # the pipeline's view of it
+    empty = np.empty(3, dtype=object)
+    with pytest.raises(ValueError, match="writable"):
+        empty.flags.writeable = False
+        helper.strided_ints(empty)
 
 
 def test_batch_lists_from_pinned_objects_are_filled_together(aot_module, pipelines):

@@ -1050,9 +1050,12 @@ _shared_ints_pinned = False  # ... and did (Python 3.11): lists of ids are then 
 
 def shared_ints(n: int, helper=None) -> np.ndarray:
     """An object array whose item ``i`` is the int ``i``, for at least ``n`` ids: one table for every
-    pipeline of the process (~5 ms and ~8 MB for o200k's 200,000 ids, made once), grown when a
-    larger vocabulary asks. With the ahead-of-time ``helper`` its objects are pinned
-    (``id_lists.c``, "Pinned arrays"), so lists of ids hold them without taking references."""
+    pipeline of the process, made once (a larger vocabulary gets a larger one). With the
+    ahead-of-time ``helper`` on Python 3.11 its objects are made by the helper at one stride (at
+    least 2**18 ids: 8 MB of objects and 2 MB of table, a few ms) and pinned (``id_lists.c``,
+    "Strided ints", "Pinned arrays"): lists of ids hold them without taking references, and are
+    filled without reading the table. Elsewhere ``np.arange(n).astype(object)`` (~5 ms for
+    200,000 ids), pinned when the helper can."""
     global _shared_ints_table, _shared_ints_pin_tried, _shared_ints_pinned
     table = _shared_ints_table
     if table is not None and len(table) >= n and (helper is None or _shared_ints_pin_tried):
@@ -1060,16 +1063,29 @@ def shared_ints(n: int, helper=None) -> np.ndarray:
     with _shared_ints_lock:
         table = _shared_ints_table
         if table is None or len(table) < n:
-            grown = np.arange(n).astype(object)
-            if table is not None:
-                grown[: len(table)] = table  # the ids already handed out keep their objects
-            table = _shared_ints_table = grown
-            _shared_ints_pin_tried = _shared_ints_pinned = False
+            # with the helper, the objects are made in one block at one stride (``id_lists.c``,
+            # "Strided ints"): at least 2**18 of them, which covers the common vocabularies. A
+            # larger vocabulary gets a table of its own; lists made from the old one keep its
+            # objects, which stay alive.
+            strided = None if helper is None else np.empty(max(n, STRIDED_INTS_MIN), dtype=object)
+            if strided is not None and helper.strided_ints(strided):  # False on Python 3.12 and newer
+                _shared_ints_table = table = strided
+                _shared_ints_pin_tried = _shared_ints_pinned = True
+            else:
+                grown = np.arange(n).astype(object)
+                if table is not None:
+                    grown[: len(table)] = table  # the ids already handed out keep their objects
+                table = _shared_ints_table = grown
+                _shared_ints_pin_tried = _shared_ints_pinned = False
         if helper is not None and not _shared_ints_pin_tried:
             # False (nothing done) on Python 3.12 and newer
             _shared_ints_pinned = bool(helper.pin_objects(table))
             _shared_ints_pin_tried = True
     return table
+
+
+#: the fewest ids of a table of strided ints (``shared_ints``): o200k has 200,019, Gemma 3 262,144
+STRIDED_INTS_MIN = 1 << 18
 
 
 def lists_without_gil() -> bool:
