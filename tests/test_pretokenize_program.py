@@ -265,3 +265,47 @@ def test_windows_that_share_no_end_leave_the_rest_to_one_thread():
     finally:
         del splitter.piece_ends
     assert calls and calls[0] < len(data)  # the rest only, not the whole text
+
+
+ASCII_ALPHABET = [c for c in ALPHABET if c.isascii()] + ["x\n" + " " * 12 + "y", " " * 20, "'re", "a1", "!?"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.sampled_from(ASCII_ALPHABET), max_size=60).map("".join))
+def test_two_ascii_characters_a_step_split_like_one_and_like_regex(text):
+    """ASCII text goes through the table of two characters a step; the same transducer without
+    that table (one character a step) and ``regex`` give the same ends, rare steps included (runs
+    of whitespace after a line feed overflow, several ends at once)."""
+    from bpebench.algorithms.pipeline import pretokenize_transducer as t
+
+    data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    for name in ("custom", "deepseek", "o200k", "late end", "end", "gpt2"):
+        program = compile_pattern(SHAPES[name])
+        both = t.transducer_for(SHAPES[name])
+        assert both.pairs.shape[0] > 0, name
+        one = both._replace(pairs=both.pairs[:0], pair_shift=0, pair_kind=both.pair_kind[:0], to_pair=both.to_pair[:0])
+        got = {}
+        for label, transducer in (("pairs", both), ("one", one)):
+            ends = np.empty(len(data) + 1, dtype=np.int64)
+            m = t.split_utf8(data, *t.split_arguments(transducer, program), ends)
+            got[label] = ends[:m].tolist() if m >= 0 else None
+        pieces = _pieces(SHAPES[name], text)
+        expected = np.cumsum([len(p) for p in pieces]).tolist() if sum(map(len, pieces)) == len(text) else None
+        assert got["pairs"] == got["one"] == expected, (name, text)
+
+
+def test_the_table_of_two_characters_a_step_is_left_out_when_too_large(monkeypatch):
+    from bpebench.algorithms.pipeline import pretokenize_transducer as t
+
+    program = compile_pattern(SHAPES["deepseek"])
+    transducer = t.transducer_for(SHAPES["deepseek"])
+    rows = len(transducer.final) << transducer.pair_shift
+    assert transducer.pairs.shape[0] == rows
+    monkeypatch.setattr(t, "MAX_PAIR_ENTRIES", rows - 1)
+    smaller = t._transducer(transducer.table, transducer.final, transducer.start, transducer.n_kinds,
+                            transducer.byte_kinds)
+    assert smaller.pairs.shape[0] == 0
+    text = "x = f(y)  \n\n    return y\n"  # no digits: deepseek's pattern leaves them out
+    ends = np.empty(len(text) + 1, dtype=np.int64)
+    m = t.split_utf8(np.frombuffer(text.encode(), dtype=np.uint8), *t.split_arguments(smaller, program), ends)
+    assert m > 0 and ends[:m].tolist() == np.cumsum([len(p) for p in _pieces(SHAPES["deepseek"], text)]).tolist()

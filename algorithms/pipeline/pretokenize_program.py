@@ -200,7 +200,7 @@ class ProgramPretokenizer:
 
     def __init__(self, pattern: str, program, split_utf8, engine: str | None = None) -> None:
         from .pretokenize import RegexPretokenizer
-        from .pretokenize_transducer import split_utf8 as transduce, transducer_for
+        from .pretokenize_transducer import split_arguments, split_utf8 as transduce, transducer_for
 
         self.pattern = pattern
         self.program = program
@@ -211,8 +211,7 @@ class ProgramPretokenizer:
         if transducer is not None:
             self.engine = "transducer"
             self._matcher = transduce
-            self._tables = (transducer.byte_kinds, p.stage1, p.stage2, transducer.table, transducer.final,
-                            transducer.start, transducer.n_kinds)
+            self._tables = split_arguments(transducer, p)
         else:
             self.engine = "backtracking"
             self._matcher = split_utf8
