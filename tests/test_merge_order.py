@@ -225,8 +225,11 @@ def test_llama3_shaped_fixtures_are_out_of_order_and_fused():
         assert unsupported_reason(vocab) is None
         tokenizer = Tokenizer(vocab)
         assert tokenizer.fused and tokenizer.encoder.name == "heap"
-        plan = tokenizer._fused.plan  # one merge-loop limit: the heap beyond it is slower than backtracking
-        assert plan.short_limit == plan.wide_limit == FusedPipeline.SHORT_PIECE_OUT_OF_ORDER
+        # the merge loop up to 32 bytes (the heap beyond it is slower than backtracking), CJK, kana and
+        # Hangul pieces up to 24 (longer ones are cut into parts of a character or two)
+        plan = tokenizer._fused.plan
+        assert plan.short_limit == FusedPipeline.SHORT_PIECE_OUT_OF_ORDER == 32
+        assert plan.wide_limit == FusedPipeline.SHORT_PIECE_WIDE_OUT_OF_ORDER == 24
 
 
 @pytest.mark.parametrize("vocab", [_SHAPED[False], _SHAPED_RANKS], ids=lambda v: v.name)
@@ -278,6 +281,30 @@ def test_o200k_out_of_order_on_natural_text_equals_the_reference(shape):
     for name in ("prose-en", "code-python", "udhr-all"):
         text = corpora.get(name, size=60_000)
         assert fused.encode_ordinary(text) == reference.encode_ordinary(text), name
+
+
+def test_o200k_out_of_order_cjk_pieces_past_the_wide_limit_equal_the_reference():
+    """CJK and kana pieces of 25 to 32 bytes leave the merge loop when merges run out of priority
+    order (``SHORT_PIECE_WIDE_OUT_OF_ORDER``) and are cut into parts: runs of the UDHR's Chinese and
+    Japanese cut into pieces of 7 to 11 characters, after a space or a line feed, equal the ``heap``
+    encoder's ids."""
+    import regex
+
+    from bpebench import corpora
+    from bpebench.algorithms.formats.patterns import PATTERNS
+
+    base = load_vocabulary("o200k_base")
+    vocab = break_merge_order(as_merge_list(base), 0.02, seed=1)
+    fused = Tokenizer(vocab)
+    reference = Tokenizer(vocab, algorithm="heap", pretokenizer="regex")
+    cjk = corpora.get("udhr-zh", size=30_000) + corpora.get("udhr-ja", size=30_000)
+    runs = regex.findall(r"[\p{Han}\p{Hiragana}\p{Katakana}]{12,}", cjk)
+    assert len(runs) >= 20
+    pieces = [run[:7 + i % 5] for i, run in enumerate(runs)]
+    text = "".join((" " if i % 2 else "\n") + piece for i, piece in enumerate(pieces))
+    lengths = [len(p.encode()) for p in regex.findall(PATTERNS["o200k"], text)]
+    assert sum(24 < n <= 32 for n in lengths) >= 10, lengths
+    assert fused.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
 def test_ranks_as_a_merge_list_give_the_same_ids():
