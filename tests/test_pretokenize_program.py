@@ -305,6 +305,9 @@ def test_the_table_of_two_characters_a_step_is_left_out_when_too_large(monkeypat
     smaller = t._transducer(transducer.table, transducer.final, transducer.start, transducer.n_kinds,
                             transducer.byte_kinds)
     assert smaller.pairs.shape[0] == 0
+    # more than 256 kinds: a column of two would not fit ``pair_kind``'s 16 bits
+    many = np.zeros(300, dtype=np.uint64)  # one state, every kind back to it
+    assert t._pair_tables(many, 1, 300, np.zeros(128, dtype=np.uint16))[0].shape[0] == 0
     text = "x = f(y)  \n\n    return y\n"  # no digits: deepseek's pattern leaves them out
     ends = np.empty(len(text) + 1, dtype=np.int64)
     m = t.split_utf8(np.frombuffer(text.encode(), dtype=np.uint8), *t.split_arguments(smaller, program), ends)

@@ -40,16 +40,18 @@ automaton forgets the way it does; a possessive run is greedy when what follows 
 with its class, can match nothing, or is only ``$`` and ``\Z``), and programs whose tables exceed
 :data:`MAX_STATES` rows or :data:`MAX_ENTRIES` entries even with shorter waits kept in the state.
 
-The split reads ASCII text byte by byte and other text character by character, decoding each as
-it goes (the byte offsets of the last characters kept in a ring). Since an end is written only once
+The split reads ASCII text two bytes a step through a second table built from the first
+(``_pair_tables``: one character a step waits on a chain of dependent loads, two halve it), and
+other text character by character, decoding each as it goes (the byte offsets of the last
+characters kept in a ring). Since an end is written only once
 what follows cannot change it, the ends written before a text's end was read belong to every longer
 text too (``split_window``): :mod:`.parallel_split` splits one long text in windows on threads.
 
 Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis, against
 ``regex``, for every shape of ``tests/test_pretokenize_program.py``, both engines). Build:
 O(states x kinds) steps of the automaton in Python, 1-260 ms for the usual patterns (kept under
-the cache root). Split: one table lookup a character, plus a piece read again from its last
-match after each overflow (as the backtracking engine does).
+the cache root). Split: one table lookup a character (two ASCII characters), plus a piece read
+again from its last match after each overflow (as the backtracking engine does).
 """
 
 from __future__ import annotations
@@ -499,10 +501,11 @@ def _pair_tables(table, n_states: int, n_kinds: int, byte_kinds):
     is rare (several ends, an overflow's mark, an end found at run time); else only the rare flag,
     and the split takes that character alone. ``pair_kind`` is one load for both characters' column,
     so the chain is an add and a load (LLVM splits a column computed from two kinds into two
-    additions on the chain). Empty when the table would exceed :data:`MAX_PAIR_ENTRIES`."""
+    additions on the chain). Empty when the table would exceed :data:`MAX_PAIR_ENTRIES` or a
+    pattern has more than 256 kinds."""
     shift = max(1, int(n_kinds * n_kinds - 1).bit_length())
     kinds = np.asarray(byte_kinds, dtype=np.int64)
-    if n_states << shift > MAX_PAIR_ENTRIES:
+    if shift > 16 or n_states << shift > MAX_PAIR_ENTRIES:  # a column must fit ``pair_kind``'s 16 bits
         empty32 = np.zeros(0, dtype=np.uint32)
         return empty32, 0, np.zeros(0, dtype=np.uint16), empty32
     pairs = np.zeros(n_states << shift, dtype=np.uint32)
