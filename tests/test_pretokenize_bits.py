@@ -265,16 +265,18 @@ def test_bitmaps_agree_with_the_unicode_class_table():
 
 @njit
 def _compiled_bits(data, i, x):
-    return bits.cttz(x), bits.ctlz(x), bits.load_u64(data, i), bits.ascii_masks(data, i), bits.bit_planes(data, i)
+    return (bits.cttz(x), bits.ctlz(x), bits.load_u64(data, i), bits.ascii_masks(data, i), bits.bit_planes(data, i),
+            bits.load_u16(data, i))
 
 
 @settings(max_examples=200)
 @given(st.binary(min_size=72, max_size=72), st.integers(0, 8), st.integers(0, 2**64 - 1))
 def test_bit_primitives_equal_their_python_twins(raw, i, x):
     data = np.frombuffer(raw, dtype=np.uint8)
-    cttz, ctlz, word, masks, planes = _compiled_bits(data, i, np.uint64(x))
+    cttz, ctlz, word, masks, planes, half = _compiled_bits(data, i, np.uint64(x))
     assert cttz == bits._cttz_py(x) and ctlz == bits._ctlz_py(x)
     assert word == bits._load_u64_py(data, i) == int.from_bytes(raw[i:i + 8], "little")
+    assert half == bits._load_u16_py(data, i) == int.from_bytes(raw[i:i + 2], "little")
     assert tuple(int(m) for m in masks) == tuple(int(m) for m in bits._ascii_masks_py(data, i))
     assert tuple(int(p) for p in planes) == tuple(int(p) for p in bits._bit_planes_py(data, i))
 

@@ -294,6 +294,63 @@ def test_two_ascii_characters_a_step_split_like_one_and_like_regex(text):
         assert got["pairs"] == got["one"] == expected, (name, text)
 
 
+def _ascii_ends(name: str, text: str, transducer=None) -> list[int] | None:
+    """The transducer's piece ends of an ASCII text for the shape ``name`` (None: text left out)."""
+    from bpebench.algorithms.pipeline import pretokenize_transducer as t
+
+    transducer = transducer or t.transducer_for(SHAPES[name])
+    ends = np.empty(len(text) + 1, dtype=np.int64)
+    m = t.split_utf8(np.frombuffer(text.encode("ascii"), dtype=np.uint8),
+                     *t.split_arguments(transducer, compile_pattern(SHAPES[name])), ends)
+    return ends[:m].tolist() if m >= 0 else None
+
+
+def _regex_ends(name: str, text: str) -> list[int] | None:
+    pieces = _pieces(SHAPES[name], text)
+    return np.cumsum([len(p) for p in pieces]).tolist() if sum(map(len, pieces)) == len(text) else None
+
+
+@settings(max_examples=40, deadline=None)
+@given(unit=st.lists(st.sampled_from(ASCII_ALPHABET), min_size=1, max_size=40).map("".join),
+       lead=st.lists(st.sampled_from(ASCII_ALPHABET), max_size=12).map("".join))
+def test_a_long_ascii_text_read_as_two_halves_splits_like_regex(unit, lead):
+    """An ASCII text of ``TWO_LANES_MIN`` bytes or more is read as two runs side by side that meet
+    past the middle; the ends equal ``regex``'s and the one-character split's (which has no halves),
+    wherever the middle falls (the drawn unit repeated, shifted by a drawn lead)."""
+    from bpebench.algorithms.pipeline import pretokenize_transducer as t
+
+    text = lead + unit * (t.TWO_LANES_MIN // len(unit) + 1)
+    assert len(text) >= t.TWO_LANES_MIN
+    for name in ("custom", "deepseek", "o200k", "late end", "end", "gpt2"):
+        both = t.transducer_for(SHAPES[name])
+        one = both._replace(pairs=both.pairs[:0], pair_shift=0, pair_kind=both.pair_kind[:0], to_pair=both.to_pair[:0])
+        assert _ascii_ends(name, text) == _ascii_ends(name, text, one) == _regex_ends(name, text), name
+
+
+def test_halves_that_do_not_meet_leave_the_text_to_the_first_run():
+    """The runs meet only in a state whose future does not depend on the last match kept at run
+    time. In a long run of spaces after a line feed, o200k's pattern waits in such overflow states
+    past the middle: the halves do not meet, the first run reads on alone, and the ends are still
+    ``regex``'s. On prose they meet and the second run's ends are used."""
+    from bpebench.algorithms.pipeline import pretokenize_transducer as t
+
+    transducer = t.transducer_for(SHAPES["o200k"])
+    assert 0 < transducer.mark_free.sum() < len(transducer.mark_free)
+    waits = "a\n" + " " * 3000 + "b\n"
+    prose = "The cat's 12 hats, she said:  fine.\n" * 80
+
+    def reached(text: str) -> int:
+        ends = np.empty(len(text) + 1, dtype=np.int64)
+        tr = transducer
+        return t._two_lanes(np.frombuffer(text.encode(), dtype=np.uint8), tr.byte_kinds, tr.table, tr.start,
+                            tr.n_kinds, tr.pairs, tr.pair_shift, tr.pair_kind, tr.to_pair, tr.mark_free, ends)[3]
+
+    assert reached(waits) < len(waits)
+    assert reached(prose) == len(prose)
+    for text in (waits, prose, "x" + waits, waits + " " * 5):
+        assert _ascii_ends("o200k", text) == _regex_ends("o200k", text)
+
+
 def test_the_table_of_two_characters_a_step_is_left_out_when_too_large(monkeypatch):
     from bpebench.algorithms.pipeline import pretokenize_transducer as t
 

@@ -11,6 +11,8 @@ lazy like ``njit``) with a plain-Python twin that computes the same value, so
 ``load_u64(data, i)``
     the 8 bytes ``data[i:i+8]`` of a uint8 array as a little-endian uint64 (one unaligned load;
     the caller guarantees ``i + 8 <= len(data)``). O(1).
+``load_u16(data, i)``
+    the 2 bytes ``data[i:i+2]`` as a little-endian number, as a uint64 (``i + 2 <= len(data)``). O(1).
 ``ascii_masks(data, i)``
     classify the 64 bytes ``data[i:i+64]`` (the caller guarantees ``i + 64 <= len(data)``): a
     tuple of uint64 bitmaps, bit ``j`` for byte ``i + j``, in the order of :data:`MASKS`
@@ -50,6 +52,12 @@ def _load_u64_py(data, i):
     import numpy as np
 
     return np.uint64(int.from_bytes(bytes(data[int(i):int(i) + 8]), "little"))
+
+
+def _load_u16_py(data, i):
+    import numpy as np
+
+    return np.uint64(int.from_bytes(bytes(data[int(i):int(i) + 2]), "little"))
 
 
 def _byte_classes(b):
@@ -111,6 +119,20 @@ def load_u64(typingctx, data, i):
         pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], signature.args[1])
         word = builder.load(builder.bitcast(pointer, ir.IntType(64).as_pointer()), align=1)
         return word  # x86 and the other little-endian targets numba supports
+
+    return types.uint64(data, i), codegen
+
+
+@intrinsic(_load_u16_py)
+def load_u16(typingctx, data, i):
+    """The two bytes ``data[i:i+2]`` as one little-endian number (one load instead of two and a shift)."""
+    from llvmlite import ir
+    from numba.core import types
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        half = builder.load(builder.bitcast(pointer, ir.IntType(16).as_pointer()), align=1)
+        return builder.zext(half, ir.IntType(64))
 
     return types.uint64(data, i), codegen
 

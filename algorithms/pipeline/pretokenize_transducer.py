@@ -61,6 +61,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kernels.bits import load_u16
 from ..kernels.jit import njit
 from .pattern_program import (AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, POSSESSIVE, UNBOUNDED,
                               rest_cannot_start_in_class)
@@ -292,8 +293,10 @@ class Transducer(NamedTuple):
     # two ASCII characters a step (see :func:`_pair_tables`); empty when the table would be too large
     pairs: np.ndarray  # uint32[states << pair_shift]
     pair_shift: int
-    pair_kind: np.ndarray  # uint16[128 * 128]: a pair row's column for two ASCII characters
+    pair_kind: np.ndarray  # uint16[1 << 16]: a pair row's column for two ASCII characters, read as one number
     to_pair: np.ndarray  # uint32[states * kinds]: at a row of ``table``, the same state's pair row
+    # states whose future does not depend on the last match kept at run time (see :func:`_mark_free`)
+    mark_free: np.ndarray  # uint8[states]
 
 
 # what a step settles, packed above the next row: the number of piece ends, their offsets back from
@@ -478,8 +481,9 @@ def _build(program, delay: int) -> Transducer:
 
 #: the most entries of the table of two characters a step (uint32 each); its rows must fit 21 bits
 MAX_PAIR_ENTRIES = 1 << 20
-# a pair entry: the next pair row (21 bits), then each character's end (an offset back, 4 bits, and
-# whether it is there, 1 bit), and a flag for a step that either character makes rare
+# a pair entry: the next pair row (21 bits), then each character's end (15 less its offset back,
+# 4 bits, so that the end is one addition to the position; and whether it is there, 1 bit), and a
+# flag for a step that either character makes rare
 _PAIR_ROW = (1 << 21) - 1
 _PAIR_FIRST_AT = 21
 _PAIR_SECOND_AT = 26
@@ -488,7 +492,27 @@ PAIR_RARE = 1 << 31
 
 def _transducer(table, final, start, n_kinds, byte_kinds) -> Transducer:
     """The transducer with its table of two ASCII characters a step (:func:`_pair_tables`)."""
-    return Transducer(table, final, start, n_kinds, byte_kinds, *_pair_tables(table, len(final), n_kinds, byte_kinds))
+    return Transducer(table, final, start, n_kinds, byte_kinds, *_pair_tables(table, len(final), n_kinds, byte_kinds),
+                      _mark_free(table, final, n_kinds))
+
+
+def _mark_free(table, final, n_kinds: int) -> np.ndarray:
+    """uint8[states]: 1 for a state from which no step can use the last match kept at run time
+    before a later step sets it again (the split's ``mark``, used by an overflow's ``SLOW`` step and
+    end). Two runs over the same text that reach one of these states at the same position write the
+    same ends from there on, whatever each did before (:func:`_two_lanes`). The rest: those with a
+    ``SLOW`` step or end, and, until nothing changes, those with a step that keeps the mark and
+    leads to one of them."""
+    packed = (table >> np.uint64(32)).astype(np.int64).reshape(-1, n_kinds)
+    following = ((table & np.uint64(0xFFFFFFFF)) // np.uint64(n_kinds)).astype(np.int64).reshape(-1, n_kinds)
+    slow = (packed & SLOW) != 0
+    keeps_mark = ~slow & (((packed >> _MARK_AT) & 15) == 0)
+    uses = ((final.astype(np.int64) & SLOW) != 0) | slow.any(axis=1)
+    while True:
+        more = uses | (keeps_mark & uses[following]).any(axis=1)
+        if (more == uses).all():
+            return (~uses).astype(np.uint8)
+        uses = more
 
 
 def _pair_tables(table, n_states: int, n_kinds: int, byte_kinds):
@@ -496,12 +520,12 @@ def _pair_tables(table, n_states: int, n_kinds: int, byte_kinds):
 
     One character a step, the split waits on its own chain of loads: the next row is in the entry
     the last one read, about five cycles a character whatever else the loop does. Two characters a
-    step halve that chain. The entry at ``(state << pair_shift) + pair_kind[a << 7 | b]`` holds the
+    step halve that chain. The entry at ``(state << pair_shift) + pair_kind[a | b << 8]`` holds the
     state after ``a`` and ``b`` (as its pair row) and the end each of them settles, when neither step
     is rare (several ends, an overflow's mark, an end found at run time); else only the rare flag,
     and the split takes that character alone. ``pair_kind`` is one load for both characters' column,
-    so the chain is an add and a load (LLVM splits a column computed from two kinds into two
-    additions on the chain). Empty when the table would exceed :data:`MAX_PAIR_ENTRIES` or a
+    indexed by the two bytes read as one number, so the chain is an add and a load (LLVM splits a
+    column computed from two kinds into two additions on the chain). Empty when the table would exceed :data:`MAX_PAIR_ENTRIES` or a
     pattern has more than 256 kinds."""
     shift = max(1, int(n_kinds * n_kinds - 1).bit_length())
     kinds = np.asarray(byte_kinds, dtype=np.int64)
@@ -510,7 +534,9 @@ def _pair_tables(table, n_states: int, n_kinds: int, byte_kinds):
         return empty32, 0, np.zeros(0, dtype=np.uint16), empty32
     pairs = np.zeros(n_states << shift, dtype=np.uint32)
     _fill_pairs(table, n_states, n_kinds, shift, pairs)
-    pair_kind = (kinds[:, None] * n_kinds + kinds[None, :]).astype(np.uint16).ravel()
+    pair_kind = np.zeros((256, 256), dtype=np.uint16)  # [second byte, first byte]: little-endian order
+    pair_kind[:128, :128] = (kinds[None, :] * n_kinds + kinds[:, None]).astype(np.uint16)
+    pair_kind = pair_kind.ravel()
     to_pair = ((np.arange(n_states * n_kinds, dtype=np.int64) // n_kinds) << shift).astype(np.uint32)
     return pairs, shift, pair_kind, to_pair
 
@@ -531,8 +557,8 @@ def _fill_pairs(table, n_states, n_kinds, shift, pairs):
                     pairs[at] = PAIR_RARE
                     continue
                 after = (np.int64(entry2 & low) // n_kinds) << shift
-                first_end = ((packed >> _OFFSETS_AT) & 15) | ((packed & 1) << 4)
-                second_end = ((packed2 >> _OFFSETS_AT) & 15) | ((packed2 & 1) << 4)
+                first_end = (15 - ((packed >> _OFFSETS_AT) & 15)) | ((packed & 1) << 4)
+                second_end = (15 - ((packed2 >> _OFFSETS_AT) & 15)) | ((packed2 & 1) << 4)
                 pairs[at] = np.uint32(after | (first_end << _PAIR_FIRST_AT) | (second_end << _PAIR_SECOND_AT))
 
 
@@ -617,32 +643,38 @@ def _settle(ends, m, after, packed, ring):
     return m
 
 
+#: ASCII texts of at least this many bytes are split in two halves read side by side (:func:`_two_lanes`)
+TWO_LANES_MIN = 2048
+#: how far past the middle the second half's states are kept for the first half to meet
+SYNC_CHARACTERS = 64
+
+
 @njit(cache=True)
-def split_ascii(data, byte_kinds, table, final, start, n_kinds, pairs, pair_shift, pair_kind, to_pair, ends,
-                settled):
+def split_ascii(data, byte_kinds, table, final, start, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free,
+                ends, settled):
     """Piece ends of the ASCII text ``data`` (its bytes are its characters). Returns the number of
     ends, or -1 when some of the text matches no branch. ``settled`` (int64[1], or empty for none)
     gets how many ends were written before the text's end was read: every text that starts with
     ``data`` has them (the transducer writes an end only once what follows cannot change it).
     Two characters a step through ``pairs`` when the transducer has them (:func:`_pair_tables`),
-    one where a step is rare or one character is left; one a step all along otherwise (a loop of its
-    own: compiled beside the pair loop, the one-character loop ran 1.3x slower)."""
+    one where a step is rare or one character is left, and a long text's halves side by side
+    (:func:`_two_lanes`); one a step all along otherwise (a loop of its own: compiled beside the
+    pair loop, the one-character loop ran 1.3x slower)."""
     n = data.shape[0]
     row = np.uint64(start)
     m = 0
     mark = 0  # where the last match is, in overflow states
     i = 0
+    if pairs.shape[0] > 0 and n >= TWO_LANES_MIN:
+        row, m, mark, i = _two_lanes(data, byte_kinds, table, start, n_kinds, pairs, pair_shift, pair_kind, to_pair,
+                                     mark_free, ends)
     while True:
         if pairs.shape[0] == 0:
             while i < n:
                 row, m, mark, i = _ascii_step(data, byte_kinds, table, start, ends, row, m, mark, i)
         else:
-            while i < n:
-                if i + 1 < n:
-                    row, m, i = _ascii_pairs(data, n_kinds, pairs, pair_shift, pair_kind, to_pair, ends, row, m, i)
-                    if i >= n:
-                        break
-                row, m, mark, i = _ascii_step(data, byte_kinds, table, start, ends, row, m, mark, i)
+            row, m, mark, i = _ascii_run(data, byte_kinds, table, start, n_kinds, pairs, pair_shift, pair_kind,
+                                         to_pair, ends, row, m, mark, i, n)
         if settled.shape[0] > 0:  # the first time the text's end is read
             settled[0] = m
             settled = settled[:0]
@@ -656,6 +688,99 @@ def split_ascii(data, byte_kinds, table, final, start, n_kinds, pairs, pair_shif
             row = np.uint64(start)
             continue
         return _settle(ends, m, n, packed, ends[:0])
+
+
+@njit(cache=True)
+def _two_lanes(data, byte_kinds, table, start, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free, ends):
+    """Split the ASCII text ``data`` as two runs read side by side, for :func:`split_ascii`: (row,
+    ends written, last match, position) to go on from, the position being the text's end unless
+    the halves did not meet.
+
+    One run, each step waits for the entry the step before read (a load and an add); two runs over
+    different parts of the text have two independent chains, which the CPU overlaps. The second
+    run starts in the middle from the start state, as if the text began there, and keeps its
+    state after each of its first :data:`SYNC_CHARACTERS` characters (read one at a time). The
+    first run reads the first half, then on, one character at a time, until its state at some
+    position equals the second run's there and is :func:`_mark_free`: from that position both would
+    write the same ends, so the first run's ends so far and the second run's ends from there are
+    the text's. They meet within a few characters on text (a piece's end resets both automata); when
+    they do not (a long run that a state of overflow spans), the first run goes on alone and the
+    second's work is dropped: exact either way, the cost of one half lost at worst.
+    Ends of the second run go to an array of their own, copied after the first run's."""
+    n = data.shape[0]
+    half = n // 2
+    later_ends = np.empty(n - half + 2, dtype=np.int64)
+    seen_rows = np.empty(SYNC_CHARACTERS + 1, dtype=np.uint64)
+    seen_counts = np.empty(SYNC_CHARACTERS + 1, dtype=np.int64)
+    row_b = np.uint64(start)
+    m_b = 0
+    mark_b = half
+    i_b = half
+    seen_rows[0] = row_b
+    seen_counts[0] = 0
+    while i_b < half + SYNC_CHARACTERS:  # a step back (an overflow's) keeps the later visit's state
+        row_b, m_b, mark_b, i_b = _ascii_step(data, byte_kinds, table, start, later_ends, row_b, m_b, mark_b, i_b)
+        seen_rows[i_b - half] = row_b
+        seen_counts[i_b - half] = m_b
+    row_a = np.uint64(start)
+    m_a = 0
+    mark_a = 0
+    i_a = 0
+    shift = np.uint64(pair_shift)
+    kinds = np.uint64(n_kinds)
+    while i_a + 1 < half and i_b + 1 < n:
+        a, b = np.uint64(i_a), np.uint64(i_b)
+        written_a, written_b = np.uint64(m_a), np.uint64(m_b)
+        last_a, last_b = np.uint64(half - 1), np.uint64(n - 1)
+        pair_a, pair_b = np.uint64(to_pair[row_a]), np.uint64(to_pair[row_b])
+        entry_a = entry_b = np.uint64(0)
+        while a < last_a and b < last_b:
+            entry_a = np.uint64(pairs[pair_a + np.uint64(pair_kind[load_u16(data, a)])])
+            entry_b = np.uint64(pairs[pair_b + np.uint64(pair_kind[load_u16(data, b)])])
+            if (entry_a | entry_b) & np.uint64(PAIR_RARE):
+                break
+            written_a = _pair_ends(ends, written_a, a, entry_a)
+            written_b = _pair_ends(later_ends, written_b, b, entry_b)
+            pair_a = entry_a & np.uint64(_PAIR_ROW)
+            pair_b = entry_b & np.uint64(_PAIR_ROW)
+            a += np.uint64(2)
+            b += np.uint64(2)
+        i_a, i_b = np.int64(a), np.int64(b)
+        m_a, m_b = np.int64(written_a), np.int64(written_b)
+        row_a, row_b = (pair_a >> shift) * kinds, (pair_b >> shift) * kinds
+        if not (a < last_a and b < last_b):
+            break
+        if entry_a & np.uint64(PAIR_RARE):
+            row_a, m_a, mark_a, i_a = _ascii_step(data, byte_kinds, table, start, ends, row_a, m_a, mark_a, i_a)
+        if entry_b & np.uint64(PAIR_RARE):
+            row_b, m_b, mark_b, i_b = _ascii_step(data, byte_kinds, table, start, later_ends, row_b, m_b, mark_b,
+                                                  i_b)
+    row_a, m_a, mark_a, i_a = _ascii_run(data, byte_kinds, table, start, n_kinds, pairs, pair_shift, pair_kind,
+                                         to_pair, ends, row_a, m_a, mark_a, i_a, half)
+    row_b, m_b, mark_b, i_b = _ascii_run(data, byte_kinds, table, start, n_kinds, pairs, pair_shift, pair_kind,
+                                         to_pair, later_ends, row_b, m_b, mark_b, i_b, n)
+    while i_a <= half + SYNC_CHARACTERS:
+        if i_a >= half and row_a == seen_rows[i_a - half] and mark_free[row_a // kinds]:
+            first = seen_counts[i_a - half]
+            ends[m_a:m_a + m_b - first] = later_ends[first:m_b]
+            return row_b, m_a + m_b - first, mark_b, n
+        row_a, m_a, mark_a, i_a = _ascii_step(data, byte_kinds, table, start, ends, row_a, m_a, mark_a, i_a)
+    return row_a, m_a, mark_a, i_a
+
+
+@njit(cache=True, inline="always")
+def _ascii_run(data, byte_kinds, table, start, n_kinds, pairs, pair_shift, pair_kind, to_pair, ends, row, m, mark,
+               i, stop):
+    """Read the characters from ``i`` to ``stop``, two a step and one where a step is rare: (row,
+    ends written, last match, position), the position ``stop`` or beyond (an overflow's step back
+    may read some again first)."""
+    while i < stop:
+        if i + 1 < stop:
+            row, m, i = _ascii_pairs(data, n_kinds, pairs, pair_shift, pair_kind, to_pair, ends, row, m, i, stop)
+            if i >= stop:
+                break
+        row, m, mark, i = _ascii_step(data, byte_kinds, table, start, ends, row, m, mark, i)
+    return row, m, mark, i
 
 
 @njit(cache=True, inline="always")
@@ -679,25 +804,31 @@ def _ascii_step(data, byte_kinds, table, start, ends, row, m, mark, i):
 
 
 @njit(cache=True, inline="always")
-def _ascii_pairs(data, n_kinds, pairs, pair_shift, pair_kind, to_pair, ends, row, m, i):
+def _pair_ends(ends, written, at, entry):
+    """Write the ends that the pair entry ``entry`` read at position ``at`` settles (without a branch:
+    each is written, and counted when it is there); returns how many ends are written."""
+    first = entry >> np.uint64(_PAIR_FIRST_AT)
+    second = entry >> np.uint64(_PAIR_SECOND_AT)
+    ends[written] = np.int64(at + (first & np.uint64(15)) - np.uint64(14))  # at + 1 - offset
+    written += (first >> np.uint64(4)) & np.uint64(1)
+    ends[written] = np.int64(at + (second & np.uint64(15)) - np.uint64(13))  # at + 2 - offset
+    return written + ((second >> np.uint64(4)) & np.uint64(1))
+
+
+@njit(cache=True, inline="always")
+def _ascii_pairs(data, n_kinds, pairs, pair_shift, pair_kind, to_pair, ends, row, m, i, stop):
     """Two characters a step from position ``i`` until a rare step or fewer than two characters are
-    left: (row, ends written, position). Unsigned indices: numba's wraparound test on signed ones
-    lengthens the chain of loads."""
+    left before ``stop``: (row, ends written, position). Unsigned indices: numba's wraparound test
+    on signed ones lengthens the chain of loads."""
     at = np.uint64(i)
     written = np.uint64(m)
-    last = np.uint64(data.shape[0] - 1)
+    last = np.uint64(stop - 1)
     pair_row = np.uint64(to_pair[row])
     while at < last:
-        column = np.uint64(pair_kind[(np.uint64(data[at]) << np.uint64(7)) | np.uint64(data[at + np.uint64(1)])])
-        entry = np.uint64(pairs[pair_row + column])
+        entry = np.uint64(pairs[pair_row + np.uint64(pair_kind[load_u16(data, at)])])
         if entry & np.uint64(PAIR_RARE):
             break
-        first = entry >> np.uint64(_PAIR_FIRST_AT)
-        second = entry >> np.uint64(_PAIR_SECOND_AT)
-        ends[written] = np.int64(at + np.uint64(1) - (first & np.uint64(15)))
-        written += (first >> np.uint64(4)) & np.uint64(1)
-        ends[written] = np.int64(at + np.uint64(2) - (second & np.uint64(15)))
-        written += (second >> np.uint64(4)) & np.uint64(1)
+        written = _pair_ends(ends, written, at, entry)
         pair_row = entry & np.uint64(_PAIR_ROW)
         at += np.uint64(2)
     return (pair_row >> np.uint64(pair_shift)) * np.uint64(n_kinds), np.int64(written), np.int64(at)
@@ -787,24 +918,24 @@ def split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, 
 
 @njit(cache=True, nogil=True)  # threads of a batch split their texts at the same time
 def split_utf8(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, pairs, pair_shift, pair_kind,
-               to_pair, ends):
+               to_pair, mark_free, ends):
     """Piece ends (byte offsets) of the UTF-8 text ``data``: :func:`split_ascii` over its bytes when it
     is ASCII, else :func:`split_mixed`. The arguments after ``data`` are a :class:`Transducer`'s
     arrays (:func:`split_arguments`)."""
     return split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, pairs, pair_shift,
-                        pair_kind, to_pair, ends, ends[:0])
+                        pair_kind, to_pair, mark_free, ends, ends[:0])
 
 
 def split_arguments(transducer: Transducer, program) -> tuple:
     """The arguments of :func:`split_utf8` and :func:`split_window` between ``data`` and ``ends``."""
     t = transducer
     return (t.byte_kinds, program.stage1, program.stage2, t.table, t.final, t.start, t.n_kinds, t.pairs,
-            t.pair_shift, t.pair_kind, t.to_pair)
+            t.pair_shift, t.pair_kind, t.to_pair, t.mark_free)
 
 
 @njit(cache=True, nogil=True)
 def split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, pairs, pair_shift, pair_kind,
-                 to_pair, ends, settled):
+                 to_pair, mark_free, ends, settled):
     """:func:`split_utf8`, and in ``settled[0]`` (when not empty) how many of the ends every text that
     starts with ``data`` has (see :func:`split_ascii`): a window of a longer text split on its own."""
     n = data.shape[0]
@@ -813,6 +944,6 @@ def split_window(data, byte_kinds, stage1, stage2, table, final, start, n_kinds,
         high |= data[i]
     if high < 0x80:
         return split_ascii(data, byte_kinds, table, final, start, n_kinds, pairs, pair_shift, pair_kind, to_pair,
-                           ends, settled)
+                           mark_free, ends, settled)
     return split_mixed(data, byte_kinds, stage1, stage2, table, final, start, n_kinds, ends,
                        np.empty(_RING, dtype=np.int64), settled)
