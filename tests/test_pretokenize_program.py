@@ -351,6 +351,31 @@ def test_halves_that_do_not_meet_leave_the_text_to_the_first_run():
         assert _ascii_ends("o200k", text) == _regex_ends("o200k", text)
 
 
+def test_the_transducer_splits_without_the_jit():
+    """``NUMBA_DISABLE_JIT=1``: a pattern no built-in scanner knows loads and splits as plain Python
+    (the intrinsics' Python twins), a long ASCII text's halves and non-ASCII text included, equal
+    to ``regex``."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, regex\n"
+        "from bpebench.algorithms.pipeline.pretokenize_program import program_pretokenizer\n"
+        f"p = {SHAPES['custom']!r}\n"
+        "s = program_pretokenizer(p)\n"
+        "assert s.engine == 'transducer', s.engine\n"
+        "for t in ['The cat\\'s 12 hats,  she said:\\n    fine.\\n' * 80, 'caf\\u00e9 12345 \\u4e2d\\u6587!']:\n"
+        "    e = s.piece_ends(np.frombuffer(t.encode(), np.uint8)).tolist()\n"
+        "    assert e == np.cumsum([len(x.encode()) for x in regex.findall(p, t)]).tolist(), t\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"
+
+
 def test_the_table_of_two_characters_a_step_is_left_out_when_too_large(monkeypatch):
     from bpebench.algorithms.pipeline import pretokenize_transducer as t
 

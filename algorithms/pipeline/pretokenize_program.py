@@ -239,8 +239,9 @@ class ProgramPretokenizer:
             m = entry(*arguments)
         else:
             m = self._matcher(*arguments)  # compiles, or loads from numba's cache
-            compiled = getattr(self._matcher, "overloads", {}).get(tuple(map(self._matcher.typeof_pyval, arguments)))
-            if compiled is not None:
+            overloads = getattr(self._matcher, "overloads", None)  # none with NUMBA_DISABLE_JIT=1
+            compiled = overloads and overloads.get(tuple(map(self._matcher.typeof_pyval, arguments)))
+            if compiled:
                 self._overloads[key] = compiled.entry_point
         return ends[:m] if m >= 0 else None
 

@@ -41,8 +41,9 @@ with its class, can match nothing, or is only ``$`` and ``\Z``), and programs wh
 :data:`MAX_STATES` rows or :data:`MAX_ENTRIES` entries even with shorter waits kept in the state.
 
 The split reads ASCII text two bytes a step through a second table built from the first
-(``_pair_tables``: one character a step waits on a chain of dependent loads, two halve it), and
-other text character by character, decoding each as it goes (the byte offsets of the last
+(``_pair_tables``: one character a step waits on a chain of dependent loads, two halve it), a long
+text's two halves side by side (``_two_lanes``: two chains the CPU overlaps, meeting past the
+middle in the same state), and other text character by character, decoding each as it goes (the byte offsets of the last
 characters kept in a ring). Since an end is written only once
 what follows cannot change it, the ends written before a text's end was read belong to every longer
 text too (``split_window``): :mod:`.parallel_split` splits one long text in windows on threads.
@@ -51,7 +52,9 @@ Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis,
 ``regex``, for every shape of ``tests/test_pretokenize_program.py``, both engines). Build:
 O(states x kinds) steps of the automaton in Python, 1-260 ms for the usual patterns (kept under
 the cache root). Split: one table lookup a character (two ASCII characters), plus a piece read
-again from its last match after each overflow (as the backtracking engine does).
+again from its last match after each overflow (as the backtracking engine does); a long ASCII text
+whose halves do not meet reads up to 64 characters of its second half twice and drops that half's
+work (its first run then reads on alone).
 """
 
 from __future__ import annotations
@@ -525,8 +528,8 @@ def _pair_tables(table, n_states: int, n_kinds: int, byte_kinds):
     is rare (several ends, an overflow's mark, an end found at run time); else only the rare flag,
     and the split takes that character alone. ``pair_kind`` is one load for both characters' column,
     indexed by the two bytes read as one number, so the chain is an add and a load (LLVM splits a
-    column computed from two kinds into two additions on the chain). Empty when the table would exceed :data:`MAX_PAIR_ENTRIES` or a
-    pattern has more than 256 kinds."""
+    column computed from two kinds into two additions on the chain). Empty when the table would
+    exceed :data:`MAX_PAIR_ENTRIES` or a pattern has more than 256 kinds."""
     shift = max(1, int(n_kinds * n_kinds - 1).bit_length())
     kinds = np.asarray(byte_kinds, dtype=np.int64)
     if shift > 16 or n_states << shift > MAX_PAIR_ENTRIES:  # a column must fit ``pair_kind``'s 16 bits
