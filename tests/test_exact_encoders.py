@@ -54,6 +54,13 @@ def reversed_merges() -> Vocabulary:
     return Vocabulary(name="reversed-merges", tokens=tokens, priority=priority, rule="merges", merges=merges)
 
 
+#: a drawn vocabulary whose merges run out of priority order (``ba`` + ``baa`` after ``baa`` forms,
+#: on ``babaaa``): the random-vocabulary strategies draw such lists, which some encoders refuse
+OUT_OF_ORDER_SPEC = ("trained:rule=ranks,merges=10,alphabet=all,shuffle=0,reorder=1,text=626162616162616161"
+                     "616261616261626162616162626261626162616261616161616262626162616161626261626162616261616161616162"
+                     "61.636362626162626362626161616263626161626263636163616263616361636361636361636362616362636362616"
+                     "1626161636161616162626263636261626161")
+
 SMALL = {
     "seed": seed_with_all_bytes(),
     "reversed-merges": reversed_merges(),
