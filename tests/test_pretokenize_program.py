@@ -278,20 +278,11 @@ def test_two_ascii_characters_a_step_split_like_one_and_like_regex(text):
     of whitespace after a line feed overflow, several ends at once)."""
     from bpebench.algorithms.pipeline import pretokenize_transducer as t
 
-    data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     for name in ("custom", "deepseek", "o200k", "late end", "end", "gpt2"):
-        program = compile_pattern(SHAPES[name])
         both = t.transducer_for(SHAPES[name])
         assert both.pairs.shape[0] > 0, name
-        one = both._replace(pairs=both.pairs[:0], pair_shift=0, pair_kind=both.pair_kind[:0], to_pair=both.to_pair[:0])
-        got = {}
-        for label, transducer in (("pairs", both), ("one", one)):
-            ends = np.empty(len(data) + 1, dtype=np.int64)
-            m = t.split_utf8(data, *t.split_arguments(transducer, program), ends)
-            got[label] = ends[:m].tolist() if m >= 0 else None
-        pieces = _pieces(SHAPES[name], text)
-        expected = np.cumsum([len(p) for p in pieces]).tolist() if sum(map(len, pieces)) == len(text) else None
-        assert got["pairs"] == got["one"] == expected, (name, text)
+        assert _ascii_ends(name, text) == _ascii_ends(name, text, _one_character(both)) == _regex_ends(name, text), \
+            (name, text)
 
 
 def _ascii_ends(name: str, text: str, transducer=None) -> list[int] | None:
@@ -303,6 +294,12 @@ def _ascii_ends(name: str, text: str, transducer=None) -> list[int] | None:
     m = t.split_utf8(np.frombuffer(text.encode("ascii"), dtype=np.uint8),
                      *t.split_arguments(transducer, compile_pattern(SHAPES[name])), ends)
     return ends[:m].tolist() if m >= 0 else None
+
+
+def _one_character(transducer):
+    """The transducer without its table of two characters a step (nor, so, the two halves)."""
+    return transducer._replace(pairs=transducer.pairs[:0], pair_shift=0, pair_kind=transducer.pair_kind[:0],
+                               to_pair=transducer.to_pair[:0])
 
 
 def _regex_ends(name: str, text: str) -> list[int] | None:
@@ -322,8 +319,7 @@ def test_a_long_ascii_text_read_as_two_halves_splits_like_regex(unit, lead):
     text = lead + unit * (t.TWO_LANES_MIN // len(unit) + 1)
     assert len(text) >= t.TWO_LANES_MIN
     for name in ("custom", "deepseek", "o200k", "late end", "end", "gpt2"):
-        both = t.transducer_for(SHAPES[name])
-        one = both._replace(pairs=both.pairs[:0], pair_shift=0, pair_kind=both.pair_kind[:0], to_pair=both.to_pair[:0])
+        one = _one_character(t.transducer_for(SHAPES[name]))
         assert _ascii_ends(name, text) == _ascii_ends(name, text, one) == _regex_ends(name, text), name
 
 
