@@ -135,6 +135,41 @@ def pin_to_one_cpu(cpu: int | None = None) -> int | None:
     return chosen
 
 
+def cpu_speeds(fn: Callable[[], object], rounds: int = 3) -> dict[int, float]:
+    """Calls of ``fn`` per second with the calling thread pinned to each CPU this process may use in
+    turn (best of ``rounds`` after one untimed call; wall clock, since the question is how fast each
+    CPU runs now). Empty where affinity cannot be set. A virtual machine's CPUs need not run at one
+    speed: a neighbour on the host can slow one of them for minutes, and then no number of threads
+    reaches ``len(speeds)`` times the fastest CPU's speed (see :func:`thread_ceiling`)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return {}
+    allowed = os.sched_getaffinity(0)
+    speeds = {}
+    try:
+        for cpu in sorted(allowed):
+            os.sched_setaffinity(0, {cpu})
+            fn()
+            best = float("inf")
+            for _ in range(rounds):
+                start = time.perf_counter()
+                fn()
+                best = min(best, time.perf_counter() - start)
+            speeds[cpu] = 1.0 / best if best > 0 else float("inf")
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return speeds
+
+
+def thread_ceiling(speeds: dict[int, float], threads: int) -> float | None:
+    """The most ``threads`` threads can give over one thread on the fastest CPU when work is shared
+    perfectly: the sum of the fastest ``threads`` CPUs' speeds over the fastest one's (None without
+    speeds)."""
+    if not speeds:
+        return None
+    fastest = sorted(speeds.values(), reverse=True)[:threads]
+    return sum(fastest) / fastest[0]
+
+
 def mb_per_s(n_bytes: int, seconds: float) -> float:
     return n_bytes / 1e6 / seconds if seconds > 0 else float("inf")
 

@@ -334,6 +334,21 @@ def _machine_idle(before: tuple[int, int] | None = None):
     return (now[0] - before[0]) / max(now[1] - before[1], 1)
 
 
+def _speeds_line(before: dict[int, float], after: dict[int, float], cpus: int) -> str:
+    """One line on how fast each CPU encoded the same text before and after the rounds (relative to
+    the fastest), and the most ``cpus`` threads could then give over one thread on the fastest CPU:
+    a neighbour on the host can slow one CPU of a virtual machine for minutes."""
+    from bpebench.benchmarks import protocol
+
+    if not before or not after:
+        return "  (the CPUs' speeds cannot be measured here: no CPU affinity)"
+    top = max(max(before.values()), max(after.values()))
+    each = ", ".join(f"CPU {cpu} {before[cpu] / top:.2f} -> {after[cpu] / top:.2f}" for cpu in sorted(before))
+    ceilings = [protocol.thread_ceiling(speeds, cpus) for speeds in (before, after)]
+    return (f"  each CPU's speed on one thread (a fixed text, before -> after the rounds, 1.00 = the fastest): {each};"
+            f" so {cpus} threads can give at most {min(ceilings):.2f}-{max(ceilings):.2f}x one thread on the fastest")
+
+
 def _one_part_per_thread(function, *args):
     """``function(*args)`` with one part per thread (``parallel.PARTS_PER_THREAD = 1``), the ids of
     a long text joined before one list is built: how every core was used before, for comparison."""
@@ -431,6 +446,8 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
             fn(warm)
         wall = dict.fromkeys(functions, 0.0)
         cpu = dict.fromkeys(functions, 0.0)
+        speed_probe = warm[:20]  # about 160 kB, encoded on each CPU in turn before and after the rounds
+        speeds_before = protocol.cpu_speeds(lambda: one.encode_ordinary_batch(speed_probe, num_threads=1), rounds=7)
         idle_before = _machine_idle()
         names = list(functions)
         expected_ids: dict[int, list] = {}
@@ -455,9 +472,11 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
                     same = [list(doc) for doc in ids] == expected_ids[r]
                 assert same, f"{name} gives other ids than ours on batch {r}"
         idle = _machine_idle(idle_before)
+        speeds_after = protocol.cpu_speeds(lambda: one.encode_ordinary_batch(speed_probe, num_threads=1), rounds=7)
         print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents in {rounds} batches; load"
               f" average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}; the machine's CPUs idle"
               f" {'?' if idle is None else f'{idle:.0%}'} of the time during the rounds)")
+        print(_speeds_line(speeds_before, speeds_after, cpus))
         for name, seconds in wall.items():
             # a file with another pattern against its own one thread on the long text
             own = name.split(": ")[0] + ": " if ": " in name else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import os
 import pkgutil
 
 import pytest
@@ -126,3 +127,25 @@ def test_budget_check_extrapolates_the_measured_growth(monkeypatch, cost, skippe
     else:  # linear: 1 MB would take 1 s
         common.skip_if_over_budget(run, lambda n: b"x" * n, 1_000_000)
         assert probed == [1_000, 10_000, 100_000]
+
+
+def test_thread_ceiling_adds_the_fastest_cpus_speeds():
+    from bpebench.benchmarks.protocol import thread_ceiling
+
+    # hand-worked: one CPU at 0.65 of the other can add only 0.65 of a thread's work
+    assert thread_ceiling({0: 65.0, 1: 100.0}, 2) == pytest.approx(1.65)
+    assert thread_ceiling({0: 100.0, 1: 50.0, 2: 80.0}, 2) == pytest.approx(1.8)
+    assert thread_ceiling({0: 100.0}, 4) == 1.0
+    assert thread_ceiling({}, 2) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_cpu_speeds_visits_every_allowed_cpu_and_restores_the_affinity():
+    from bpebench.benchmarks.protocol import cpu_speeds
+
+    allowed = os.sched_getaffinity(0)
+    seen = []
+    speeds = cpu_speeds(lambda: seen.append(os.sched_getaffinity(0)), rounds=2)
+    assert sorted(speeds) == sorted(allowed) and all(s > 0 for s in speeds.values())
+    assert seen == [{cpu} for cpu in sorted(allowed) for _ in range(3)]  # pinned: one untimed, two timed
+    assert os.sched_getaffinity(0) == allowed
