@@ -251,35 +251,104 @@ def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu:
 
 # ----------------------------------------------------------------------------- 2. all cores
 #: libraries' batch APIs with all their threads: name -> (vocab -> batch function); ours is added apart
-def _peer_batch_functions(vocab) -> dict:
+def _peer_batch_builders(vocab) -> dict:
+    """Row name -> a builder of that peer's batch function, for every installed exact peer. Each
+    row runs in a fresh process of its own (:func:`allcore_peer_child`): fastokens and gigatoken
+    keep their piece caches per process, not per instance (a second instance encoded documents the
+    first had seen at the first's repeat speed, 2-5x its unseen one), so two rows of one library
+    in one process would meet each batch again."""
     from bpebench.algorithms.peers import make_peer, peer_status
 
     usable = {name for name, ok, _ in peer_status(vocab) if ok}
     found = {}
     if "tiktoken" in usable:
-        encoding = tiktoken_encoding(vocab)
-        threads = os.cpu_count() or 1
-        found["tiktoken"] = lambda texts: encoding.encode_ordinary_batch(texts, num_threads=threads)
+        def tiktoken_batch():
+            encoding = tiktoken_encoding(vocab)
+            threads = os.cpu_count() or 1
+            return lambda texts: encoding.encode_ordinary_batch(texts, num_threads=threads)
+
+        found["tiktoken"] = tiktoken_batch
     if "gigatoken" in usable and make_peer("gigatoken", vocab).same_ids:
         from bpebench.algorithms.peers import _gigatoken_tokenizer
 
-        # one instance per row, as ours: a second row on the same instance met each batch again
-        # in its cache (gigatoken's flat batch measured 3x its own one-instance speed that way)
-        giga = _gigatoken_tokenizer(vocab)
-        lists = _gigatoken_tokenizer(vocab).as_tiktoken()
-        found["gigatoken lists"] = lambda texts: lists.encode_ordinary_batch(texts)
-        found["gigatoken numpy (flat)"] = lambda texts: giga.encode_batch(texts)
+        found["gigatoken lists"] = lambda: _gigatoken_tokenizer(vocab).as_tiktoken().encode_ordinary_batch
+        found["gigatoken numpy (flat)"] = lambda: _gigatoken_tokenizer(vocab).encode_batch
     if "fastokens" in usable and make_peer("fastokens", vocab).same_ids:
-        import fastokens
+        def fastokens_tokenizer():
+            import fastokens
 
-        from bpebench.algorithms.peers import _ranks_file
-        from bpebench.algorithms.formats.patterns import resolve_pattern
+            from bpebench.algorithms.peers import _ranks_file
+            from bpebench.algorithms.formats.patterns import resolve_pattern
 
-        fast, fast_flat = (fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
-                                                             special_tokens={}) for _ in range(2))
-        found["fastokens"] = lambda texts: [e.ids for e in fast.encode_batch(texts)]
-        found["fastokens flat"] = lambda texts: fast_flat.encode_batch_flat(texts)
+            return fastokens.Tokenizer.from_tiktoken(_ranks_file(vocab), pattern=resolve_pattern(vocab.pattern),
+                                                     special_tokens={})
+
+        found["fastokens"] = lambda: (lambda texts, fast=fastokens_tokenizer(): [e.ids for e in fast.encode_batch(texts)])
+        found["fastokens flat"] = lambda: fastokens_tokenizer().encode_batch_flat
     return found
+
+
+def _allcore_batches(rounds: int) -> tuple[list[str], list[list[str]], int]:
+    """(the warm-up documents, ``rounds`` disjoint batches of the measured documents of every kind,
+    their bytes): the same in every process."""
+    from bpebench.benchmarks import protocol
+
+    streams = [protocol.stream(kind) for kind in protocol.KINDS]
+    warm = [d for st in streams for d in st.warm]
+    measured = [d for st in streams for d in st.measured]
+    random.Random(0).shuffle(measured)  # every batch holds every kind
+    return warm, [measured[r::rounds] for r in range(rounds)], sum(len(d.encode()) for d in measured)
+
+
+def _our_batch_rows(vocab, cpus: int) -> dict:
+    """Our batch rows of the all-core table, each on a pipeline of its own (Tokenizers of one
+    vocabulary share theirs: a piece cache that met a batch in one row must not serve the next)."""
+    one, many, flat = (_own_pipeline(vocab) for _ in range(3))
+    return {"ours batch, 1 thread": lambda texts: one.encode_ordinary_batch(texts, num_threads=1),
+            f"ours batch, {cpus} threads": lambda texts: many.encode_ordinary_batch(texts),
+            f"ours batch to numpy, {cpus} threads (flat)": lambda texts: flat.encode_ordinary_batch_to_numpy(texts)}
+
+
+def _in_rotation(functions: dict, batches: list, check) -> tuple[dict, dict]:
+    """(wall seconds, CPU seconds) of every function over every batch, the functions taking turns
+    per batch in an order that rotates by one each batch; ``check(r, outputs)`` runs outside the
+    clock on each batch's results."""
+    wall = dict.fromkeys(functions, 0.0)
+    cpu = dict.fromkeys(functions, 0.0)
+    names = list(functions)
+    for r, batch in enumerate(batches):
+        outputs = {}
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            outputs[name] = functions[name](batch)
+            wall[name] += time.perf_counter() - start
+            cpu[name] += time.process_time() - start_cpu
+        check(r, outputs)
+    return wall, cpu
+
+
+def _same_batch_ids(name: str, ids, expected: list) -> bool:
+    """Whether a batch row's result (lists, or one flat array) holds the ids ``expected`` per text."""
+    return _flat_ids(ids) == [t for doc in expected for t in doc] if "flat" in name else [list(d) for d in ids] == expected
+
+
+def allcore_peer_child(vocab_name: str, row: str, rounds: int) -> dict:
+    """In a fresh process: one peer row of the all-core table and our batch rows, taking turns over
+    every batch (after the warm-up documents); the peer's ids checked against ours outside the clock."""
+    vocab = load_vocabulary(vocab_name)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    functions = {**_our_batch_rows(vocab, cpus), row: _peer_batch_builders(vocab)[row]()}
+    warm, batches, _ = _allcore_batches(rounds)
+    for function in functions.values():
+        function(warm)
+
+    def check(r, outputs):
+        expected = outputs["ours batch, 1 thread"]
+        for name, ids in outputs.items():
+            assert _same_batch_ids(name, ids, expected), f"{name} gives other ids than ours on batch {r}"
+
+    wall, cpu = _in_rotation(functions, batches, check)
+    return {"wall": wall, "cpu": cpu}
 
 
 def table_serial(rounds: int) -> None:
@@ -408,9 +477,12 @@ def _custom_pattern_long_text_functions(vocab, cpus: int) -> dict:
 
 def table_allcore(vocabs: list[str], rounds: int) -> None:
     """All cores on unseen text: the measured documents are dealt into ``rounds`` disjoint
-    batches; every implementation encodes each batch once (the order of implementations rotates
-    per batch) and its times are summed, so no library meets a text twice (a best-of-N on one
-    batch would time piece caches full of that very batch)."""
+    batches; every implementation encodes each batch once and its times are summed, so no library
+    meets a text twice (a best-of-N on one batch would time piece caches full of that very batch).
+    Our rows take turns in this process (the order rotates per batch), each on a pipeline of its
+    own; every peer row runs alone in a fresh process, since some peers share one piece cache
+    between their instances (``_peer_batch_builders``). Each CPU's speed is measured before and
+    after our rounds (``_speeds_line``)."""
     from bpebench.benchmarks import protocol
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -418,62 +490,41 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
     print(f"\n2. all cores ({cpus} CPUs), unseen: the measured documents of every kind dealt into {rounds}"
           " disjoint batches, each encoded once by every implementation after a warm-up batch of the"
           " warm-up documents; MB/s over all batches")
-    streams = [protocol.stream(kind) for kind in protocol.KINDS]
-    warm = [d for st in streams for d in st.warm]
-    measured = [d for st in streams for d in st.measured]
-    random.Random(0).shuffle(measured)  # every batch holds every kind
-    batches = [measured[r::rounds] for r in range(rounds)]
-    n_bytes = sum(len(d.encode()) for d in measured)
+    warm, batches, n_bytes = _allcore_batches(rounds)
+    n_documents = sum(map(len, batches))
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
-        # one pipeline per row (Tokenizers of one vocabulary share theirs): a piece cache that met a
-        # batch in one row must not serve it in the next
-        one, many, flat_batch, long_one, long_many, flat_many = (_own_pipeline(vocab) for _ in range(6))
+        long_one, long_many, flat_many = (_own_pipeline(vocab) for _ in range(3))
         functions = {
-            "ours batch, 1 thread": lambda texts: one.encode_ordinary_batch(texts, num_threads=1),
-            f"ours batch, {cpus} threads": lambda texts: many.encode_ordinary_batch(texts),
-            f"ours batch to numpy, {cpus} threads (flat)": lambda texts: flat_batch.encode_ordinary_batch_to_numpy(
-                texts),
+            **_our_batch_rows(vocab, cpus),
             "ours one long text, 1 thread": lambda texts: long_one.encode_ordinary("".join(texts), num_threads=1),
             f"ours one long text, {cpus} threads": lambda texts: long_many.encode_ordinary("".join(texts)),
             f"ours encode_to_numpy, one long text, {cpus} threads (flat)": lambda texts: flat_many.encode_to_numpy(
                 "".join(texts)),
         }
-        functions.update(_peer_batch_functions(vocab))
         if vocab_name == "o200k_base":
             functions.update(_custom_pattern_long_text_functions(vocab, cpus))
         for fn in functions.values():
             fn(warm)
-        wall = dict.fromkeys(functions, 0.0)
-        cpu = dict.fromkeys(functions, 0.0)
+        one = functions["ours batch, 1 thread"]
         speed_probe = warm[:20]  # about 160 kB, encoded on each CPU in turn before and after the rounds
-        speeds_before = protocol.cpu_speeds(lambda: one.encode_ordinary_batch(speed_probe, num_threads=1), rounds=7)
+        speeds_before = protocol.cpu_speeds(lambda: one(speed_probe), rounds=7)
         idle_before = _machine_idle()
-        names = list(functions)
-        expected_ids: dict[int, list] = {}
-        for r, batch in enumerate(batches):
-            outputs = {}
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                start, start_cpu = time.perf_counter(), time.process_time()
-                ids = functions[name](batch)
-                wall[name] += time.perf_counter() - start
-                cpu[name] += time.process_time() - start_cpu
-                if name == "ours batch, 1 thread":
-                    expected_ids[r] = ids
-                outputs[name] = ids
-            for name, ids in outputs.items():  # outside the clock
+
+        def check(r, outputs):
+            for name, ids in outputs.items():
                 if "long text" in name:  # pieces may run across the joins
                     # a file with another pattern against its own one thread
                     own = name.split(": ")[0] + ": " if ": " in name else ""
                     same = list(map(int, ids)) == outputs[f"{own}ours one long text, 1 thread"]
-                elif "flat" in name:
-                    same = _flat_ids(ids) == [t for doc in expected_ids[r] for t in doc]
                 else:
-                    same = [list(doc) for doc in ids] == expected_ids[r]
+                    same = _same_batch_ids(name, ids, outputs["ours batch, 1 thread"])
                 assert same, f"{name} gives other ids than ours on batch {r}"
+
+        wall, cpu = _in_rotation(functions, batches, check)
         idle = _machine_idle(idle_before)
-        speeds_after = protocol.cpu_speeds(lambda: one.encode_ordinary_batch(speed_probe, num_threads=1), rounds=7)
-        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {len(measured)} documents in {rounds} batches; load"
+        speeds_after = protocol.cpu_speeds(lambda: one(speed_probe), rounds=7)
+        print(f"  {vocab_name} ({n_bytes / 1e6:.2f} MB, {n_documents} documents in {rounds} batches; load"
               f" average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}; the machine's CPUs idle"
               f" {'?' if idle is None else f'{idle:.0%}'} of the time during the rounds)")
         print(_speeds_line(speeds_before, speeds_after, cpus))
@@ -483,6 +534,21 @@ def table_allcore(vocabs: list[str], rounds: int) -> None:
             baseline = wall[f"{own}ours one long text, 1 thread" if own else "ours batch, 1 thread"]
             print(f"  {name:62s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {baseline / seconds:5.2f}x"
                   f" {'its' if own else 'ours'} on 1 thread   CPUs used {cpu[name] / seconds:.2f}")
+        print(f"  peers, each in a fresh process with our batch rows taking turns with it (ratio: the peer's"
+              f" time / ours on {cpus} threads in that process, lists against lists, flat against flat):")
+        for row in _peer_batch_builders(vocab):
+            done = subprocess.run([sys.executable, __file__, "--child-allcore", vocab_name, row, str(rounds)],
+                                  capture_output=True, text=True, timeout=1800)
+            if done.returncode != 0:
+                last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
+                print(f"  {row}: failed: {last}")
+                continue
+            child = json.loads(done.stdout.strip().splitlines()[-1])
+            ours = f"ours batch to numpy, {cpus} threads (flat)" if "flat" in row else f"ours batch, {cpus} threads"
+            seconds = child["wall"][row]
+            print(f"  {row:62s} {protocol.mb_per_s(n_bytes, seconds):8.1f} MB/s   {seconds / child['wall'][ours]:5.2f}"
+                  f" ({'flat' if 'flat' in row else 'lists'}: ours {protocol.mb_per_s(n_bytes, child['wall'][ours]):.1f}"
+                  f" MB/s there)   CPUs used {child['cpu'][row] / seconds:.2f}")
 
 
 # ----------------------------------------------------------------------------- 3. cold
@@ -1126,6 +1192,7 @@ def main(argv: list[str] | None = None) -> None:
                              " neighbours (sets BPEBENCH_BENCH_CLOCK, which child processes inherit)")
     parser.add_argument("--child-unseen", nargs=3, metavar=("VOCAB", "PEER", "VARIANT"), help=argparse.SUPPRESS)
     parser.add_argument("--child-pattern", nargs=2, metavar=("PATTERN", "ENGINE"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-allcore", nargs=3, metavar=("VOCAB", "ROW", "ROUNDS"), help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement (best counts)")
     parser.add_argument("--load-runs", type=int, default=5, help="fresh processes per load measurement")
     parser.add_argument("--hf", action="store_true", help="include HF tokenizers (about 1.5 MB/s)")
@@ -1139,6 +1206,10 @@ def main(argv: list[str] | None = None) -> None:
         protocol.clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.child_unseen:
         print(json.dumps(unseen_child(*args.child_unseen, args.cpu)))
+        return
+    if args.child_allcore:
+        vocab_name, row, rounds = args.child_allcore
+        print(json.dumps(allcore_peer_child(vocab_name, row, int(rounds))))
         return
     if args.child_pattern:
         print(json.dumps(pattern_pair_child(*args.child_pattern, args.cpu)))
