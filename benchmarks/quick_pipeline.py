@@ -418,19 +418,6 @@ def _speeds_line(before: dict[int, float], after: dict[int, float], cpus: int) -
             f" so {cpus} threads can give at most {min(ceilings):.2f}-{max(ceilings):.2f}x one thread on the fastest")
 
 
-def _one_part_per_thread(function, *args):
-    """``function(*args)`` with one part per thread (``parallel.PARTS_PER_THREAD = 1``), the ids of
-    a long text joined before one list is built: how every core was used before, for comparison."""
-    from bpebench.algorithms.pipeline import parallel
-
-    saved = parallel.PARTS_PER_THREAD
-    parallel.PARTS_PER_THREAD = 1
-    try:
-        return function(*args)
-    finally:
-        parallel.PARTS_PER_THREAD = saved
-
-
 def _flat_ids(output) -> list[int]:
     """The ids of a flat batch output, in order: a numpy array, an awkward array (gigatoken) or
     fastokens' pair of byte buffers (uint32 ids, uint64 offsets)."""

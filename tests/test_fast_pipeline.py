@@ -4,6 +4,7 @@ committed golden ids."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -631,6 +632,24 @@ def test_threads_give_the_ids_of_one_thread(name, threads):
     assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
 
 
+def test_threads_give_the_ids_of_one_thread_through_a_normalizer():
+    """A vocabulary that normalizes (NFC) makes each group's texts normalized and UTF-8 on the thread
+    that encodes them: the ids of one thread, and each text's own ids."""
+    base = load_vocabulary("cl100k_base")
+    vocab = dataclasses.replace(Vocabulary.from_ranks(list(base.tokens), name="cl100k-nfc", pattern="cl100k"),
+                                normalizer="nfc")
+    tok = Tokenizer(vocab)
+    assert tok.fused and not tok._direct
+    text = corpora.get("udhr-all", size=150_000) + "e\u0301 A\u030a"  # decomposed: NFC composes them
+    batch = [text[i:i + 2000] for i in range(0, len(text), 2000)]
+    expected = [tok.encode_ordinary(t) for t in batch]
+    assert tok.encode_ordinary_batch(batch, num_threads=1) == expected
+    assert tok.encode_ordinary_batch(batch, num_threads=3) == expected
+    flat, offsets = tok.encode_ordinary_batch_to_numpy(batch, num_threads=2)
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    assert expected[-1] == Tokenizer(base).encode_ordinary(unicodedata.normalize("NFC", batch[-1]))
+
+
 def test_flat_batch_of_nothing_and_off_the_fused_path():
     tok = fused("cl100k_base")
     flat, offsets = tok.encode_ordinary_batch_to_numpy([])
@@ -648,7 +667,7 @@ def test_split_batch_cuts_where_the_running_total_reaches_each_share(sizes, part
     """Contiguous, non-empty groups covering every text, at most ``parts`` of them, each cut right
     after the first text where the running total reaches the next share (never after the last
     text): the definition written out as a plain loop."""
-    from bpebench.algorithms.pipeline.parallel import split_batch
+    from bpebench.algorithms.pipeline.parallel import equal_targets, split_batch
 
     expected, start, running, total = [], 0, 0, sum(sizes)
     for i, size in enumerate(sizes):
@@ -658,23 +677,43 @@ def test_split_batch_cuts_where_the_running_total_reaches_each_share(sizes, part
             start = i + 1
     if start < len(sizes):
         expected.append((start, len(sizes)))
-    groups = split_batch(sizes, parts)
+    groups = split_batch(sizes, equal_targets(sum(sizes), parts))
     assert groups == expected
     assert [i for a, b in groups for i in range(a, b)] == list(range(len(sizes)))
     assert all(a < b for a, b in groups) and len(groups) <= max(parts, 1)
 
 
 def test_cut_text_cuts_only_before_a_letter_after_a_line_feed():
-    from bpebench.algorithms.pipeline.parallel import cut_text
+    from bpebench.algorithms.pipeline.parallel import cut_text, equal_targets
 
     text = ("word " * 30_000 + "end\n") * 4 + "Ünïcode\n  \nx"
-    parts = cut_text(text, 4, "o200k")
+    parts = cut_text(text, equal_targets(len(text), 4), "o200k")
     assert "".join(parts) == text and len(parts) == 4
     for before, part in zip(parts, parts[1:]):
         assert part[0].isalpha() and before[-1] == "\n" and not before[-2].isspace()
-    assert cut_text(text, 4, None) == [text]  # an unknown pattern is never cut
+    assert cut_text(text, equal_targets(len(text), 4), None) == [text]  # an unknown pattern is never cut
     # whitespace before the line feed: no cut (gpt2 would split that run otherwise)
-    assert cut_text(("word " * 30_000 + " \n") * 4, 4, "gpt2") == [("word " * 30_000 + " \n") * 4]
+    spaced = ("word " * 30_000 + " \n") * 4
+    assert cut_text(spaced, equal_targets(len(spaced), 4), "gpt2") == [spaced]
+    # targets closer together than the boundaries: every boundary cut once, in order
+    every = cut_text(text, list(range(1000, len(text), 1000)) + [len(text)], "o200k")
+    assert every == ["word " * 30_000 + "end\n"] * 4 + ["Ünïcode\n  \nx"]
+
+
+def test_part_targets_shrink_to_the_smallest_part():
+    """Hand-worked: each part a quarter of what is left on two threads, none under MIN_PART_BYTES
+    but the last; one part on one thread."""
+    from bpebench.algorithms.pipeline.parallel import MIN_PART_BYTES, part_targets
+
+    assert MIN_PART_BYTES == 16_384
+    # 100,000 -> 25,000 + 18,750, then quarters under 16,384: 16,384 each, and the 7,098 left
+    assert part_targets(100_000, 2) == [25_000, 43_750, 60_134, 76_518, 92_902, 100_000]
+    assert part_targets(100_000, 1) == [100_000]
+    assert part_targets(10_000, 2) == [10_000] and part_targets(0, 4) == [0]
+    targets = part_targets(3_300_000, 2)
+    sizes = [b - a for a, b in zip([0, *targets], targets)]
+    assert targets[-1] == 3_300_000 and sizes[0] == 825_000
+    assert all(a >= b for a, b in zip(sizes, sizes[1:-1])) and min(sizes[:-1]) == MIN_PART_BYTES
 
 
 @settings(max_examples=20, deadline=None)
@@ -684,12 +723,12 @@ def test_cut_text_and_the_kernels_segments_split_like_the_whole_text(lines):
     the kernel's segments (texts longer than SEGMENT_BYTES cut at the same kind of place)."""
     from bpebench.algorithms.formats.patterns import PATTERNS
     from bpebench.algorithms.pipeline import fast_pipeline
-    from bpebench.algorithms.pipeline.parallel import cut_text
+    from bpebench.algorithms.pipeline.parallel import cut_text, equal_targets
 
     text = "\n".join(lines) * 3
     for name, pattern in PATTERNS.items():
         whole = regex.findall(pattern, text)
-        parts = cut_text(text, 8, name) if len(text) > 8 else [text]
+        parts = cut_text(text, equal_targets(len(text), 8), name) if len(text) > 8 else [text]
         assert [p for part in parts for p in regex.findall(pattern, part)] == whole, name
     long_text = text * (1 + 3 * fast_pipeline.SEGMENT_BYTES // max(len(text.encode("utf-8")), 1))
     for name in ("gpt2", "o200k", "cl100k", "tekken"):
@@ -778,6 +817,8 @@ def test_a_long_text_with_another_pattern_is_split_once_and_encoded_on_threads(p
     split whole, then cut at piece ends and the parts encoded on threads. tiktoken's ids for the same
     ranks and pattern (also for a pattern whose matches leave text out, and one with a look-behind
     that only ``regex`` splits), and those of one thread."""
+    from bpebench.algorithms.pipeline.parallel import equal_targets, part_targets
+
     tiktoken = pytest.importorskip("tiktoken")
     base = load_vocabulary("o200k_base")
     vocab = Vocabulary.from_ranks(list(base.tokens), name="o200k-another-pattern", pattern=pattern)
@@ -788,13 +829,17 @@ def test_a_long_text_with_another_pattern_is_split_once_and_encoded_on_threads(p
     enc = tiktoken.Encoding("another", pat_str=pattern, mergeable_ranks={t: i for i, t in enumerate(base.tokens)},
                             special_tokens={})
     expected = enc.encode_ordinary(text)
-    parts = tok._fused.split_parts(text.encode(), 2 * threads)
+    data = text.encode()
+    parts = tok._fused.split_parts(data, equal_targets(len(data), 2 * threads), threads)
     assert 2 <= len(parts) <= 2 * threads
+    shrinking = tok._fused.split_parts(data, part_targets(len(data), threads), threads)
+    assert len(shrinking) > 2 * threads
+    assert [i for part in shrinking for i in tok._fused.encode_part_list(part)] == expected
     assert [i for part in parts for i in tok._fused.encode_part_list(part)] == expected
     assert tok.encode_ordinary(text, num_threads=1) == expected
     assert tok.encode_ordinary(text, num_threads=threads) == expected
     assert tok.encode_to_numpy(text, num_threads=threads).tolist() == expected
-    assert tok._fused.split_parts(b"", threads) == []
+    assert tok._fused.split_parts(b"", [0], threads) == []
     assert tok.encode_ordinary(" " * 70_000, num_threads=threads) == enc.encode_ordinary(" " * 70_000)
 
 

@@ -141,7 +141,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 from . import aot as _aot
@@ -1282,22 +1282,24 @@ class FusedPipeline:
             return self._encode_pieces_own(data, ends, out, cache)
         return self._encode_pieces(plan, data, ends, out, cache)
 
-    def split_parts(self, data: bytes, parts: int, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    def split_parts(self, data: bytes, targets: Sequence[int],
+                    threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
         """A long UTF-8 text, for a pattern with no compiled pre-tokenizer, split whole and cut at piece
-        ends into up to ``parts`` parts of about equal bytes: (the part's bytes, its piece ends).
+        ends into parts, each ending with the first piece that reaches its byte target (cumulative:
+        ``parallel.part_targets`` or ``equal_targets``): (the part's bytes, its piece ends).
         Encoding the parts (:meth:`encode_part_list`) one after the other gives the whole text's ids,
         since BPE runs piece by piece. The text is not cut before it is split: where a piece of an
         arbitrary pattern ends may depend on text far before it, so a part split on its own could
-        split otherwise (``\\s+(?!\\S)`` at a part's end); a transducer splits it in windows on
-        ``threads`` threads (:mod:`.parallel_split`). Empty for an empty split."""
+        split otherwise (``\\s+(?!\\S)`` at a part's end); a transducer splits it in a window per
+        thread (:mod:`.parallel_split`). Empty for an empty split."""
         arr = np.frombuffer(data, _U8)
         if not self._all_bytes_are_tokens:
             self._check(arr)
-        source, ends, _ = self._split(arr, parts, threads)
+        source, ends, _ = self._split(arr, threads, threads)
         if not len(ends):
             return []
-        # the last piece of each part: the first piece ending at or after the part's share of bytes
-        last = np.unique(np.searchsorted(ends, np.arange(1, parts) * int(ends[-1]) // max(parts, 1)))
+        # the last piece of each part: the first piece ending at or after the part's target
+        last = np.unique(np.searchsorted(ends, np.asarray(targets[:-1], dtype=np.int64)))
         bounds = [-1, *(int(i) for i in last if i < len(ends) - 1), len(ends) - 1]
         result = []
         for first_piece, last_piece in zip(bounds, bounds[1:]):

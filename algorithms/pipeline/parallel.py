@@ -4,8 +4,8 @@ The fused kernel releases the GIL while it runs (the ahead-of-time module is bui
 way, the JIT entry points are ``nogil``), and each thread keeps its own piece cache, so
 threads of one process encode in parallel. Two ways to make the work:
 
-* a **batch** is cut into contiguous groups of texts of about equal bytes, a few per thread
-  (:func:`part_count`); each group is one kernel call; the groups' results are joined in order;
+* a **batch** is cut into contiguous groups of texts (each group one kernel call, its texts made
+  UTF-8 on the thread that encodes them); the groups' results are joined in order;
 * a **long text** is cut into parts at *pre-token boundaries*, so each part's ids are
   exactly that stretch of the whole text's ids (BPE runs piece by piece). A boundary
   that needs no scan from the start: a line feed after a character that is not whitespace and
@@ -20,14 +20,15 @@ threads of one process encode in parallel. Two ways to make the work:
 Threads: ``num_threads`` when given, else ``BPEBENCH_NUM_THREADS``, else the CPUs this
 process may run on. Work under :data:`MIN_PARALLEL_BYTES` stays on the calling thread.
 
-Why a few parts per thread rather than one: the kernel runs without the GIL, but turning a
-part's ids into Python lists needs it (a part's text becomes UTF-8 bytes without it, in the
-ahead-of-time helper's ``utf8_span``, and the parts' lists are joined by moving their items,
-``join_lists``: both were serial before, 11% of a two-thread call on 0.66 MB of mixed text). With one part per
-thread, every thread finishes its kernel at about the same time and the list building
-then runs one thread after the other (about a seventh of one thread's time on prose), so
-two threads gave at most about 1.75x. With several parts handed out in turn
-(:func:`run_all`), one thread builds a part's lists while the other runs its next kernel.
+How big the parts are (:func:`part_targets`): each part a ``1 / (2 x threads)`` share of the
+work not yet cut, down to :data:`MIN_PART_BYTES` (guided self-scheduling: about 14 parts for 1
+MB on two threads), handed out in turn (:func:`run_all`: every thread, the caller's included,
+takes the next part when it is done with one). One part per thread capped two threads at about
+1.75x, since the threads then built their lists one after the other at the end; four equal parts
+per thread still left one thread idle for up to a part at the end (1.2-2.7 ms of an 11 ms call on
+1.1 MB, when the two CPUs ran at different speeds), while the shrinking parts end within about
+0.2 ms of each other. Turning ids into Python lists needs the GIL, the kernel does not: one
+thread builds a part's lists while the other runs its next kernel.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ T = TypeVar("T")
 
 #: below this many bytes of text, threads cost more than they give
 MIN_PARALLEL_BYTES = 1 << 16
-#: parts per thread (see the module docstring), each of at least ``MIN_PARALLEL_BYTES``
-PARTS_PER_THREAD = 4
+#: the smallest part a batch or a long text is cut into (bytes, or characters; see ``part_targets``)
+MIN_PART_BYTES = 1 << 14
 #: patterns whose pieces never hold a line feed followed by a letter (see the module docstring)
 CUTTABLE_PATTERNS = frozenset({"gpt2", "cl100k", "o200k", "llama3", "qwen2", "tekken"})
 #: how far from an even cut a boundary is looked for (characters, each way)
@@ -81,12 +82,37 @@ def thread_count(num_threads: int | None = None) -> int:
     return num_threads
 
 
-def part_count(n_bytes: int, threads: int) -> int:
-    """How many parts to cut ``n_bytes`` of work into for ``threads`` threads: up to
-    ``PARTS_PER_THREAD`` per thread, none under ``MIN_PARALLEL_BYTES`` (at least ``threads``)."""
-    if threads <= 1:
-        return 1
-    return max(threads, min(threads * PARTS_PER_THREAD, n_bytes // MIN_PARALLEL_BYTES))
+def part_targets(total: int, threads: int) -> list[int]:
+    """Where the parts of ``total`` units of work (bytes or characters) end, for ``threads`` threads:
+    cumulative, the last one ``total``. Each part is a ``1 / (2 x threads)`` share of what is left,
+    none under :data:`MIN_PART_BYTES` but the last, so the parts handed out last are small and a
+    thread whose CPU runs slower (or whose parts are heavier) does fewer of them (module docstring).
+    One part on one thread.
+
+    >>> part_targets(100_000, 2)
+    [25000, 43750, 60134, 76518, 92902, 100000]
+    """
+    if threads <= 1 or total <= 0:
+        return [max(total, 0)]
+    targets = []
+    done = 0
+    while total - done > MIN_PART_BYTES:
+        done += max((total - done) // (2 * threads), MIN_PART_BYTES)
+        targets.append(done)
+    if not targets or targets[-1] < total:
+        targets.append(total)
+    return targets
+
+
+def equal_targets(total: int, parts: int) -> list[int]:
+    """The ends of ``parts`` equal shares of ``total`` (rounded up), for :func:`split_batch` and
+    :func:`cut_spans`.
+
+    >>> equal_targets(10, 3)
+    [4, 7, 10]
+    """
+    parts = max(parts, 1)
+    return [-(-total * k // parts) for k in range(1, parts + 1)]
 
 
 def run_all(function: Callable[[T], object], items: Sequence[T], threads: int) -> list:
@@ -125,28 +151,24 @@ def _shared_pool(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def split_batch(sizes: Sequence[int], parts: int) -> list[tuple[int, int]]:
-    """``(start, end)`` index ranges cutting ``sizes`` into at most ``parts`` contiguous groups of
-    about equal total size (none empty): group ``k`` ends right after the first text at which the
-    running total reaches ``k / parts`` of the whole, unless that is the last text. The running
-    totals are summed in C and each cut found by bisection (a loop over the sizes in Python cost a
-    batch of one-word texts 150 ns a text).
+def split_batch(sizes: Sequence[int], targets: Sequence[int]) -> list[tuple[int, int]]:
+    """``(start, end)`` index ranges cutting ``sizes`` into contiguous groups (none empty) at the
+    cumulative ``targets`` (:func:`part_targets`, :func:`equal_targets`): a group ends right after
+    the first text at which the running total reaches its target, unless that is the last text.
+    The running totals are summed in C and each cut found by bisection (a loop over the sizes in
+    Python cost a batch of one-word texts 150 ns a text).
 
-    >>> split_batch([5, 5, 5, 5], 2)
+    >>> split_batch([5, 5, 5, 5], equal_targets(20, 2))
     [(0, 2), (2, 4)]
     """
     n = len(sizes)
     if n == 0:
         return []
-    if parts <= 1:
-        return [(0, n)]
     running = list(itertools.accumulate(sizes))
-    total = running[-1]
     groups: list[tuple[int, int]] = []
     start = 0
-    for k in range(1, parts):
-        # the first text from ``start`` on where running * parts >= total * k
-        i = bisect.bisect_left(running, -(-total * k // parts), start)
+    for target in targets[:-1]:
+        i = bisect.bisect_left(running, target, start)  # the first text from ``start`` on that reaches it
         if i + 1 >= n:
             break
         groups.append((start, i + 1))
@@ -155,19 +177,22 @@ def split_batch(sizes: Sequence[int], parts: int) -> list[tuple[int, int]]:
     return groups
 
 
-def cut_text(text: str, parts: int, pattern_name: str | None) -> list[str]:
-    """``text`` cut into at most ``parts`` pieces at pre-token boundaries (``"".join`` gives it
-    back); one piece when the pattern is not in :data:`CUTTABLE_PATTERNS`."""
-    return [text[a:b] for a, b in cut_spans(text, parts, pattern_name)]
+def cut_text(text: str, targets: Sequence[int], pattern_name: str | None) -> list[str]:
+    """``text`` cut at pre-token boundaries near the character positions ``targets`` (cumulative,
+    :func:`part_targets`; ``"".join`` gives it back); one piece when the pattern is not in
+    :data:`CUTTABLE_PATTERNS`."""
+    return [text[a:b] for a, b in cut_spans(text, targets, pattern_name)]
 
 
-def cut_spans(text: str, parts: int, pattern_name: str | None) -> list[tuple[int, int]]:
-    """The ``(start, end)`` character spans of :func:`cut_text`'s pieces."""
-    if parts <= 1 or pattern_name not in CUTTABLE_PATTERNS:
+def cut_spans(text: str, targets: Sequence[int], pattern_name: str | None) -> list[tuple[int, int]]:
+    """The ``(start, end)`` character spans of :func:`cut_text`'s pieces: each cut at the first
+    boundary at or after a target (within :data:`CUT_WINDOW`), else the last one before it."""
+    if len(targets) <= 1 or pattern_name not in CUTTABLE_PATTERNS:
         return [(0, len(text))]
-    cuts = []
-    for k in range(1, parts):
-        target = k * len(text) // parts
+    cuts: list[int] = []
+    for target in targets[:-1]:
+        if cuts and target < cuts[-1]:
+            continue  # the cut before went past this target already
         match = _BOUNDARY.search(text, target, min(len(text), target + CUT_WINDOW))
         found = match.start() if match is not None else _last_boundary(text, max(0, target - CUT_WINDOW), target)
         if found is not None:
