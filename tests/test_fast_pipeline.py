@@ -632,6 +632,37 @@ def test_threads_give_the_ids_of_one_thread(name, threads):
     assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_long_text_is_screened_for_special_tokens_part_by_part(threads):
+    """``encode`` and ``encode_to_numpy`` of a long text screen each part's bytes for the literals'
+    first two bytes on the thread that encodes it: tiktoken's ids with no literal, tiktoken's error
+    with one in a late part, its carving when allowed, and ordinary ids for a ``<|`` that starts none."""
+    from bpebench.algorithms.pipeline.tokenizer import DisallowedSpecialError
+
+    pytest.importorskip("tiktoken")
+    from bpebench.properties.oracles import tiktoken_encoding
+
+    enc = tiktoken_encoding(load_vocabulary("o200k_base"))
+    tok = fused("o200k_base")
+    assert tok._screen_long and "<|endoftext|>" in enc.special_tokens_set
+    text = "\n".join([corpora.get("prose-en", size=120_000), corpora.get("code-c", size=60_000),
+                      corpora.get("udhr-all", size=60_000)])
+    assert "<|" not in text
+    assert tok.encode(text) == enc.encode(text) == tok.encode_to_numpy(text, num_threads=threads).tolist()
+    late = len(text) * 9 // 10
+    with_literal = text[:late] + "<|endoftext|>" + text[late:]
+    with pytest.raises(DisallowedSpecialError):
+        tok.encode(with_literal)
+    with pytest.raises(DisallowedSpecialError):
+        tok.encode_to_numpy(with_literal, num_threads=threads)
+    carved = enc.encode(with_literal, allowed_special="all")
+    assert tok.encode(with_literal, allowed_special="all") == carved
+    assert tok.encode_to_numpy(with_literal, allowed_special="all", num_threads=threads).tolist() == carved
+    assert tok.encode(with_literal, disallowed_special=()) == enc.encode(with_literal, disallowed_special=())
+    almost = text[:late] + "a <| b" + text[late:]  # the two bytes, but no literal: ordinary ids
+    assert tok.encode_to_numpy(almost, num_threads=threads).tolist() == enc.encode(almost) == tok.encode(almost)
+
+
 def test_threads_give_the_ids_of_one_thread_through_a_normalizer():
     """A vocabulary that normalizes (NFC) makes each group's texts normalized and UTF-8 on the thread
     that encodes them: the ids of one thread, and each text's own ids."""
