@@ -244,6 +244,7 @@ class Tokenizer:
         self._lookup = None
         self._direct = False
         self._special_pair = None
+        self._screen_long = False
 
     @property
     def components(self) -> dict[str, str]:
