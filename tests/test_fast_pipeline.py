@@ -733,17 +733,18 @@ def test_cut_text_cuts_only_before_a_letter_after_a_line_feed():
 
 def test_part_targets_shrink_to_the_smallest_part():
     """Hand-worked: each part a quarter of what is left on two threads, none under MIN_PART_BYTES
-    but the last; one part on one thread."""
-    from bpebench.algorithms.pipeline.parallel import MIN_PART_BYTES, part_targets
+    but the last and none over MAX_PART_BYTES; on one thread, parts of MAX_PART_BYTES."""
+    from bpebench.algorithms.pipeline.parallel import MAX_PART_BYTES, MIN_PART_BYTES, part_targets
 
-    assert MIN_PART_BYTES == 16_384
+    assert (MIN_PART_BYTES, MAX_PART_BYTES) == (16_384, 262_144)
     # 100,000 -> 25,000 + 18,750, then quarters under 16,384: 16,384 each, and the 7,098 left
     assert part_targets(100_000, 2) == [25_000, 43_750, 60_134, 76_518, 92_902, 100_000]
     assert part_targets(100_000, 1) == [100_000]
+    assert part_targets(600_000, 1) == [262_144, 524_288, 600_000]
     assert part_targets(10_000, 2) == [10_000] and part_targets(0, 4) == [0]
     targets = part_targets(3_300_000, 2)
     sizes = [b - a for a, b in zip([0, *targets], targets)]
-    assert targets[-1] == 3_300_000 and sizes[0] == 825_000
+    assert targets[-1] == 3_300_000 and sizes[0] == MAX_PART_BYTES
     assert all(a >= b for a, b in zip(sizes, sizes[1:-1])) and min(sizes[:-1]) == MIN_PART_BYTES
 
 

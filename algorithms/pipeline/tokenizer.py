@@ -394,7 +394,7 @@ class Tokenizer:
         """Ids of ``text`` with no special token carved out."""
         if self._fused is not None and text:
             normalized = self._normalize(text)
-            if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
+            if len(normalized) >= MIN_PARALLEL_BYTES:  # in parts, on one thread too (``parallel.MAX_PART_BYTES``)
                 return self._parallel_list(normalized, thread_count(num_threads))
             return self._fused.encode_list(utf8(normalized))
         if self._hf is not None:
@@ -472,7 +472,7 @@ class Tokenizer:
         """The ids of ordinary ``text`` as a new ``uint32`` array of exactly their length."""
         if self._fused is not None and text:
             normalized = self._normalize(text)
-            if len(normalized) >= MIN_PARALLEL_BYTES and thread_count(num_threads) > 1:
+            if len(normalized) >= MIN_PARALLEL_BYTES:  # in parts, on one thread too
                 return self._parallel_array(normalized, thread_count(num_threads)).view(np.uint32)
             return self._fused.encode_array(utf8(normalized))
         return np.array(self.encode_ordinary(text), dtype=np.uint32)
