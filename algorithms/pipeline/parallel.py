@@ -18,11 +18,13 @@ threads of one process encode in parallel. Two ways to make the work:
   near a cut stays in fewer parts.
 
 Threads: ``num_threads`` when given, else ``BPEBENCH_NUM_THREADS``, else the CPUs this
-process may run on. Work under :data:`MIN_PARALLEL_BYTES` stays on the calling thread.
+process may run on. Work under :data:`MIN_PARALLEL_BYTES` stays on the calling thread, in one
+piece.
 
 How big the parts are (:func:`part_targets`): each part a ``1 / (2 x threads)`` share of the
-work not yet cut, down to :data:`MIN_PART_BYTES` (guided self-scheduling: about 14 parts for 1
-MB on two threads), handed out in turn (:func:`run_all`: every thread, the caller's included,
+work not yet cut, down to :data:`MIN_PART_BYTES` and up to :data:`MAX_PART_BYTES` (guided
+self-scheduling: about 14 parts for 1 MB on two threads; a long text on one thread goes in
+parts of the largest size, so its buffers stay in the caches), handed out in turn (:func:`run_all`: every thread, the caller's included,
 takes the next part when it is done with one). One part per thread capped two threads at about
 1.75x, since the threads then built their lists one after the other at the end; four equal parts
 per thread still left one thread idle for up to a part at the end (1.2-2.7 ms of an 11 ms call on
