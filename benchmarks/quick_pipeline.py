@@ -251,8 +251,9 @@ def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu:
 
 # ----------------------------------------------------------------------------- 2. all cores
 #: libraries' batch APIs with all their threads: name -> (vocab -> batch function); ours is added apart
-def _peer_batch_builders(vocab) -> dict:
-    """Row name -> a builder of that peer's batch function, for every installed exact peer. Each
+def _peer_batch_builders(vocab, gate: bool = True) -> dict:
+    """Row name -> a builder of that peer's batch function, for every installed peer (with ``gate``:
+    every installed peer that passes the exactness gate on this vocabulary). Each
     row runs in a fresh process of its own (:func:`allcore_peer_child`): fastokens and gigatoken
     keep their piece caches per process, not per instance (a second instance encoded documents the
     first had seen at the first's repeat speed, 2-5x its unseen one), so two rows of one library
@@ -268,12 +269,12 @@ def _peer_batch_builders(vocab) -> dict:
             return lambda texts: encoding.encode_ordinary_batch(texts, num_threads=threads)
 
         found["tiktoken"] = tiktoken_batch
-    if "gigatoken" in usable and make_peer("gigatoken", vocab).same_ids:
+    if "gigatoken" in usable and (not gate or make_peer("gigatoken", vocab).same_ids):
         from bpebench.algorithms.peers import _gigatoken_tokenizer
 
         found["gigatoken lists"] = lambda: _gigatoken_tokenizer(vocab).as_tiktoken().encode_ordinary_batch
         found["gigatoken numpy (flat)"] = lambda: _gigatoken_tokenizer(vocab).encode_batch
-    if "fastokens" in usable and make_peer("fastokens", vocab).same_ids:
+    if "fastokens" in usable and (not gate or make_peer("fastokens", vocab).same_ids):
         def fastokens_tokenizer():
             import fastokens
 
@@ -337,7 +338,8 @@ def allcore_peer_child(vocab_name: str, row: str, rounds: int) -> dict:
     every batch (after the warm-up documents); the peer's ids checked against ours outside the clock."""
     vocab = load_vocabulary(vocab_name)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    functions = {**_our_batch_rows(vocab, cpus), row: _peer_batch_builders(vocab)[row]()}
+    # the parent ran the exactness gates when it listed the rows; the ids are checked here again
+    functions = {**_our_batch_rows(vocab, cpus), row: _peer_batch_builders(vocab, gate=False)[row]()}
     warm, batches, _ = _allcore_batches(rounds)
     for function in functions.values():
         function(warm)

@@ -373,22 +373,8 @@ class Tokenizer:
         this replaces), or when the text is short or the screen does not apply (``_screen_long``)."""
         if not (self._screen_long and len(text) >= MIN_PARALLEL_BYTES):
             return None
-        fused, (first, second), find_pair = self._fused, self._special_pair, self._fused.find_pair
-        pair = bytes((first, second))
-        threads = thread_count(num_threads)
-
-        def part(span: tuple[int, int]):
-            data = fused.utf8_span(text, *span)
-            if (find_pair(data, first, second) if find_pair is not None else data.find(pair)) >= 0:
-                return None
-            return fused.encode_utf8(data) if as_array else fused.encode_list(data)
-
-        results = run_all(part, self._parts(text, threads), threads)
-        if any(r is None for r in results):
-            return None
-        if as_array:
-            return (results[0] if len(results) == 1 else np.concatenate(results)).view(np.uint32)
-        return results[0] if len(results) == 1 else fused.join_lists(results)
+        ids = self._encoded_parts(text, thread_count(num_threads), as_array, screen=bytes(self._special_pair))
+        return ids.view(np.uint32) if as_array and ids is not None else ids
 
     def _encode_plain(self, text: str, *, num_threads: int | None = None) -> list[int]:
         """Ids of ``text`` with no special token carved out."""
@@ -416,9 +402,29 @@ class Tokenizer:
         if fused.splitter is not None:  # split once, its pieces encoded on threads
             arrays = run_all(fused.encode_part_array, self._split_parts(normalized, threads), threads)
             return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        arrays = run_all(lambda span: fused.encode_utf8(fused.utf8_span(normalized, *span)),
-                         self._parts(normalized, threads), threads)
-        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        return self._encoded_parts(normalized, threads, as_array=True)
+
+    def _encoded_parts(self, normalized: str, threads: int, as_array: bool, screen: bytes | None = None):
+        """The ids of a long normalized text cut at pre-token boundaries (``_parts``), each part made
+        UTF-8 and encoded on the thread that takes it, then joined: int32 (``as_array``) or a list,
+        whose parts are built on their threads while another thread runs its next kernel. With
+        ``screen`` (two bytes), None as soon as a part's UTF-8 holds them (that part is not encoded)."""
+        fused = self._fused
+        find_pair = fused.find_pair
+
+        def part(span: tuple[int, int]):
+            data = fused.utf8_span(normalized, *span)
+            if screen is not None and (find_pair(data, screen[0], screen[1]) if find_pair is not None
+                                       else data.find(screen)) >= 0:
+                return None
+            return fused.encode_utf8(data) if as_array else fused.encode_list(data)
+
+        results = run_all(part, self._parts(normalized, threads), threads)
+        if screen is not None and any(r is None for r in results):
+            return None
+        if as_array:
+            return results[0] if len(results) == 1 else np.concatenate(results)
+        return fused.join_lists(results)
 
     def _split_parts(self, normalized: str, threads: int) -> list:
         """A long normalized text for a pattern with no compiled pre-tokenizer: its UTF-8 made a share
@@ -436,9 +442,7 @@ class Tokenizer:
         if fused.splitter is not None:  # split once, its pieces encoded on threads
             lists = run_all(fused.encode_part_list, self._split_parts(normalized, threads), threads)
             return fused.join_lists(lists) if lists else []
-        lists = run_all(lambda span: fused.encode_list(fused.utf8_span(normalized, *span)),
-                        self._parts(normalized, threads), threads)
-        return fused.join_lists(lists)
+        return self._encoded_parts(normalized, threads, as_array=False)
 
     def encode_to_numpy(
         self,
@@ -624,11 +628,9 @@ class Tokenizer:
         total = sum(sizes)
         threads = thread_count(num_threads) if total >= MIN_PARALLEL_BYTES else 1
         groups = split_batch(sizes, part_targets(total, threads))
-        if self._direct:
-            return groups, run_all(lambda bounds: encode_group(utf8_all(texts[bounds[0]:bounds[1]])), groups, threads)
         normalize = self._normalize
-        return groups, run_all(lambda bounds: encode_group([utf8(normalize(text)) for text in texts[bounds[0]:bounds[1]]]),
-                               groups, threads)
+        to_utf8 = utf8_all if self._direct else (lambda group: [utf8(normalize(text)) for text in group])
+        return groups, run_all(lambda bounds: encode_group(to_utf8(texts[bounds[0]:bounds[1]])), groups, threads)
 
     def encode_ordinary_batch_to_numpy(self, texts: Iterable[str], *,
                                        num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
