@@ -844,11 +844,13 @@ def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern)
                                                (r"\p{L}+|\p{N}", "ProgramPretokenizer"),
                                                (r"(?<=\s)\p{L}+|\S+|\s+", "RegexPretokenizer")])
 @pytest.mark.parametrize("threads", [2, 3])
-def test_a_long_text_with_another_pattern_is_split_once_and_encoded_on_threads(pattern, splitter, threads):
-    """No built-in scanner knows these patterns, so a long text cannot be cut before it is split: it is
-    split whole, then cut at piece ends and the parts encoded on threads. tiktoken's ids for the same
-    ranks and pattern (also for a pattern whose matches leave text out, and one with a look-behind
-    that only ``regex`` splits), and those of one thread."""
+def test_a_long_text_with_another_pattern_is_encoded_in_parts_on_threads(pattern, splitter, threads):
+    """No built-in scanner knows these patterns, so a long text cannot be cut before it is split: with
+    a transducer each part is split from a guessed piece end and checked against the next part's
+    (``FusedPipeline.encode_split_parts``), else (or where a check fails) the text is split whole,
+    then cut at piece ends and the parts encoded on threads. tiktoken's ids for the same ranks and
+    pattern (also for a pattern whose matches leave text out, and one with a look-behind that only
+    ``regex`` splits), and those of one thread."""
     from bpebench.algorithms.pipeline.parallel import equal_targets, part_targets
 
     tiktoken = pytest.importorskip("tiktoken")
@@ -862,17 +864,29 @@ def test_a_long_text_with_another_pattern_is_split_once_and_encoded_on_threads(p
                             special_tokens={})
     expected = enc.encode_ordinary(text)
     data = text.encode()
-    parts = tok._fused.split_parts(data, equal_targets(len(data), 2 * threads), threads)
+    parts = tok._fused.split_parts(data, equal_targets(len(data), 2 * threads))
     assert 2 <= len(parts) <= 2 * threads
-    shrinking = tok._fused.split_parts(data, part_targets(len(data), threads), threads)
+    shrinking = tok._fused.split_parts(data, part_targets(len(data), threads))
     assert len(shrinking) > 2 * threads
     assert [i for part in shrinking for i in tok._fused.encode_part_list(part)] == expected
     assert [i for part in parts for i in tok._fused.encode_part_list(part)] == expected
+    in_parts = tok._fused.encode_split_parts(data, part_targets(len(data), threads), threads, as_array=False)
+    if pattern == CUSTOM_PATTERN:  # a transducer's split, and natural text passes every check
+        assert len(in_parts) > 2 * threads and [i for part in in_parts for i in part] == expected
+    else:  # text matched by no branch, or no transducer: split whole
+        assert in_parts is None
     assert tok.encode_ordinary(text, num_threads=1) == expected
     assert tok.encode_ordinary(text, num_threads=threads) == expected
     assert tok.encode_to_numpy(text, num_threads=threads).tolist() == expected
-    assert tok._fused.split_parts(b"", [0], threads) == []
+    assert tok._fused.split_parts(b"", [0]) == []
     assert tok.encode_ordinary(" " * 70_000, num_threads=threads) == enc.encode_ordinary(" " * 70_000)
+    digits = "x " + "1234567" * 20_000  # runs of digits across every cut: checks fail, the text is split whole
+    assert tok._fused.encode_split_parts(digits.encode(), part_targets(len(digits), threads), threads,
+                                         as_array=True) is None or r"\p{N}{1,4}" not in pattern
+    assert tok.encode_to_numpy(digits, num_threads=threads).tolist() == enc.encode_ordinary(digits)
+    paired = "a" * 39_999 + "\ud83d\ude00" + "b" * 40_000  # a surrogate pair where the first of two shares ends
+    joined = paired.encode("utf-16", "surrogatepass").decode("utf-16")
+    assert tok.encode_ordinary(paired, num_threads=2) == enc.encode_ordinary(joined)
 
 
 @settings(max_examples=80, deadline=None)

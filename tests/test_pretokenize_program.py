@@ -10,6 +10,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bpebench import corpora
 from bpebench.algorithms.formats.patterns import PATTERNS
 from bpebench.algorithms.pipeline.pattern_program import compile_pattern
 from bpebench.algorithms.pipeline.pretokenize_program import program_pretokenizer
@@ -227,44 +228,65 @@ def test_a_windows_settled_ends_are_those_of_every_longer_text(text):
         program_pretokenizer(SHAPES["custom"], engine="backtracking").window_ends(data)
 
 
-@settings(max_examples=150, deadline=None)
-@given(text=st.lists(st.sampled_from(ALPHABET), max_size=150).map("".join), windows=st.integers(2, 6))
-def test_a_text_split_in_windows_on_threads_splits_like_the_whole(splitters, text, windows):
-    """``parallel_split``: windows that reach a few bytes into the next (so that some meet the
-    known ends and others do not and the rest is split from the last true end) give the ends of the
-    whole text, on several threads."""
+def _parts_ends(splitter, data: np.ndarray, cuts: list[int]) -> list[int] | None:
+    """The text's piece ends as ``parallel_split`` makes them part by part from the cuts ``cuts``
+    (character starts), or None when a part's check fails."""
     from bpebench.algorithms.pipeline import parallel_split
 
-    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    saved = parallel_split.OVERLAP
-    parallel_split.OVERLAP = 3
-    try:
-        for name, splitter in splitters.items():
-            whole = splitter.piece_ends(data)
-            split = parallel_split.piece_ends_on_threads(splitter, data, windows, windows)
-            assert (split is None) == (whole is None), (name, text)
-            if whole is not None:
-                assert split.tolist() == whole.tolist(), (name, text, windows)
-    finally:
-        parallel_split.OVERLAP = saved
+    starts = [parallel_split.part_start(splitter, data, cut) for cut in [0, *cuts]] + [len(data)]
+    if None in starts:
+        return None
+    ends = []
+    for start, stop in zip(starts, starts[1:]):
+        part = parallel_split.part_ends(splitter, data, start, stop)
+        if part is None:
+            return None
+        ends += (part + start).tolist()
+    return ends
 
 
-def test_windows_that_share_no_end_leave_the_rest_to_one_thread():
-    """A whitespace run longer than the overlap across every window start: no window meets the ends
-    before it, so the text from the last true end is split on the calling thread."""
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(ALPHABET), max_size=150).map("".join), data=st.data())
+def test_a_text_split_part_by_part_splits_like_the_whole(splitters, monkeypatch, text, data):
+    """``parallel_split``: parts cut anywhere, each split from its guessed start to a short margin
+    past the next part's (a probe and a margin of a few bytes, so that some checks fail): whenever
+    every check holds, the ends are the whole text's, for every pattern with a transducer."""
+    from bpebench.algorithms.pipeline import parallel_split
+
+    encoded = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    starts = [i for i in range(1, len(encoded)) if not 0x80 <= encoded[i] < 0xC0]
+    cuts = sorted(set(data.draw(st.lists(st.sampled_from(starts), max_size=6)))) if starts else []
+    monkeypatch.setattr(parallel_split, "PROBE_BYTES", data.draw(st.integers(1, 12)))
+    monkeypatch.setattr(parallel_split, "MARGIN_BYTES", data.draw(st.integers(1, 12)))
+    for name, splitter in splitters.items():
+        if splitter.engine != "transducer":
+            continue
+        whole = splitter.piece_ends(encoded)
+        found = _parts_ends(splitter, encoded, cuts)
+        if whole is None:
+            assert found is None, (name, text)
+        elif found is not None:
+            assert found == whole.tolist(), (name, text, cuts)
+
+
+def test_parts_fall_in_step_on_natural_text_and_the_checks_catch_what_does_not():
+    """With the real probe and margin, parts cut every few kB of prose pass their checks and give the
+    whole split; a run of digits taken in threes across a cut, or a whitespace run longer than the
+    margin, fails a check rather than giving other ends."""
     from bpebench.algorithms.pipeline import parallel_split
 
     splitter = program_pretokenizer(SHAPES["o200k"], engine="transducer")
-    text = "word " * 20_000 + " " * 100_000 + "end\n" + "x, y" * 10_000
+    text = corpora.get("prose-en", size=60_000)
     data = np.frombuffer(text.encode(), dtype=np.uint8)
-    calls = []
-    serial = splitter.piece_ends
-    splitter.piece_ends = lambda d: (calls.append(len(d)), serial(d))[1]
-    try:
-        assert parallel_split.piece_ends_on_threads(splitter, data, 4, 4).tolist() == serial(data).tolist()
-    finally:
-        del splitter.piece_ends
-    assert calls and calls[0] < len(data)  # the rest only, not the whole text
+    cuts = [parallel_split.character_start(data, k) for k in range(3_000, len(data), 3_001)]
+    assert _parts_ends(splitter, data, cuts) == splitter.piece_ends(data).tolist()
+    digits = np.frombuffer(("x " + "1234567" * 100).encode(), dtype=np.uint8)
+    assert splitter.piece_ends(digits).tolist()[:4] == [1, 2, 5, 8]  # "x", " ", "123", "456", ...
+    assert parallel_split.part_start(splitter, digits, 3) == 9  # "234", "567": out of step
+    assert _parts_ends(splitter, digits, [3]) is None
+    spaces = np.frombuffer(("word" + " " * 3 * parallel_split.MARGIN_BYTES + "end").encode(), dtype=np.uint8)
+    assert _parts_ends(splitter, spaces, [2]) is None
+    assert _parts_ends(splitter, spaces, [len(spaces) - 1]) == splitter.piece_ends(spaces).tolist()
 
 
 ASCII_ALPHABET = [c for c in ALPHABET if c.isascii()] + ["x\n" + " " * 12 + "y", " " * 20, "'re", "a1", "!?"]

@@ -1242,18 +1242,13 @@ class FusedPipeline:
         self._encode_pieces_own = (getattr(self._encode_pieces, "unchecked", None)
                                    or functools.partial(self._encode_pieces, self.plan))
 
-    def _split(self, arr: np.ndarray, parts: int = 1, threads: int = 1) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _split(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
         """(the bytes to encode, their piece ends, whether the ends come from a generated matcher) of
         the UTF-8 text ``arr`` for a pattern with no compiled pre-tokenizer: the generated matcher
-        splits (a transducer in up to ``parts`` windows on ``threads`` threads), else ``regex``."""
+        splits, else ``regex``."""
         piece_ends = getattr(self.splitter, "piece_ends", None)
         if piece_ends is not None:
-            if parts > 1 and threads > 1:  # a long text; a document's call stays direct
-                from .parallel_split import piece_ends_on_threads
-
-                ends = piece_ends_on_threads(self.splitter, arr, parts, threads)
-            else:
-                ends = piece_ends(arr)
+            ends = piece_ends(arr)
             if ends is not None:
                 return arr, ends, True
         text = arr.tobytes().decode("utf-8")
@@ -1282,20 +1277,19 @@ class FusedPipeline:
             return self._encode_pieces_own(data, ends, out, cache)
         return self._encode_pieces(plan, data, ends, out, cache)
 
-    def split_parts(self, data: bytes, targets: Sequence[int],
-                    threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    def split_parts(self, data: bytes, targets: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
         """A long UTF-8 text, for a pattern with no compiled pre-tokenizer, split whole and cut at piece
         ends into parts, each ending with the first piece that reaches its byte target (cumulative:
         ``parallel.part_targets`` or ``equal_targets``): (the part's bytes, its piece ends).
         Encoding the parts (:meth:`encode_part_list`) one after the other gives the whole text's ids,
         since BPE runs piece by piece. The text is not cut before it is split: where a piece of an
         arbitrary pattern ends may depend on text far before it, so a part split on its own could
-        split otherwise (``\\s+(?!\\S)`` at a part's end); a transducer splits it in a window per
-        thread (:mod:`.parallel_split`). Empty for an empty split."""
+        split otherwise (``\\s+(?!\\S)`` at a part's end); :meth:`encode_split_parts` splits part by
+        part where that is exact. Empty for an empty split."""
         arr = np.frombuffer(data, _U8)
         if not self._all_bytes_are_tokens:
             self._check(arr)
-        source, ends, _ = self._split(arr, threads, threads)
+        source, ends, _ = self._split(arr)
         if not len(ends):
             return []
         # the last piece of each part: the first piece ending at or after the part's target
@@ -1306,6 +1300,41 @@ class FusedPipeline:
             start = int(ends[first_piece]) if first_piece >= 0 else 0
             result.append((source[start:int(ends[last_piece])], ends[first_piece + 1:last_piece + 1] - start))
         return result
+
+    def encode_split_parts(self, data: bytes, targets: Sequence[int], threads: int, as_array: bool) -> list | None:
+        """The ids of a long UTF-8 text, for a pattern with a transducer, cut near the byte ``targets``
+        (cumulative) into parts that are split and encoded on the thread that takes them
+        (:mod:`.parallel_split`): a list per part (int32 arrays with ``as_array``), or None when the
+        splitter has no transducer or some part's check fails (then :meth:`split_parts` has the
+        answer). A part's split and its pieces' BPE follow each other on one core, so its piece ends
+        are read from the core's caches, and no thread waits for another's split."""
+        from .parallel import run_all
+        from .parallel_split import character_start, part_ends, part_start
+
+        splitter = self.splitter
+        if getattr(splitter, "engine", None) != "transducer":
+            return None
+        arr = np.frombuffer(data, _U8)
+        if not self._all_bytes_are_tokens:
+            self._check(arr)
+        n = len(arr)
+        cuts = [0, *sorted({character_start(arr, t) for t in targets[:-1]} - {0, n})]
+        encode_pieces = self._encode_pieces_own
+
+        def part(j: int):
+            start = part_start(splitter, arr, cuts[j])
+            stop = part_start(splitter, arr, cuts[j + 1]) if j + 1 < len(cuts) else n
+            ends = None if start is None or stop is None else part_ends(splitter, arr, start, stop)
+            if ends is None:
+                return None
+            out, cache = self._buffers(stop - start)
+            count = encode_pieces(arr[start:stop], ends, out, cache) if len(ends) else 0
+            if as_array:
+                return out[:count].copy()
+            return out[:count].tolist() if count < self.GATHER_MIN else self.id_list(out[:count])
+
+        results = run_all(part, range(len(cuts)), threads)
+        return None if any(r is None for r in results) else results
 
     def _encode_part(self, part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
         data, ends = part

@@ -1,4 +1,5 @@
-"""One long text's pre-tokenizer split on several threads, for a pattern no built-in scanner knows. Exact.
+"""One long text split part by part, each part on the thread that encodes it, for a pattern no
+built-in scanner knows. Exact.
 
 Where a piece of an arbitrary pattern ends may depend on text far before it, so a text cannot
 simply be cut and its parts split on their own. Two facts make it possible all the same, for a
@@ -11,63 +12,76 @@ pattern with a transducer (:mod:`.pretokenize_transducer`):
   the ends written before a window's own end was read belong to every text that starts with the
   window (``ProgramPretokenizer.window_ends``).
 
-The text is cut at character starts into one window per thread (at most ``parts``), each reaching
-:data:`OVERLAP` bytes into the next, and split on the threads, each window from the transducer's
-start (a window per part, eight for 0.66 MB on two threads, was slower than one split: the merge
-cost more than the windows saved). Window 0 starts
-where the text does, so its settled ends are the text's. Window ``j`` started at a guess; the first
-of the ends known so far, at or after its start, that it also settled is a true end of both, and
-from there on window ``j``'s settled ends are the text's (restart). The last window reaches the
-text's end, so all of its ends count. When two windows share no end (a piece longer than the
-overlap), the rest of the text is split on the calling thread from the last true end.
+The text is cut at character starts near its part targets. Part ``j`` starts at a guessed piece
+end ``h_j`` (:func:`part_start`): the second end of the split of :data:`PROBE_BYTES` read from its
+cut, a split started in the middle of a piece that has usually fallen in step with the text's by
+then. The thread that takes part ``j`` splits the text from ``h_j`` to :data:`MARGIN_BYTES` past
+``h_(j+1)`` (:func:`part_ends`) and checks that ``h_(j+1)`` is one of the ends it settled. Part 0
+starts at the text's start, a true end; if part ``j`` started at a true end and its check holds,
+``h_(j+1)`` is a true end too (settled ends), and part ``j+1``'s split from it is the text's
+(restart). So when every part's check holds, the parts' ends are the whole text's. A check fails
+where the split from a cut does not fall in step within the probe (a run of digits taken in
+threes across a cut) or a piece runs on past the margin; the caller then splits the text whole.
 
-Cost: O(n + threads x OVERLAP) split work, ``threads`` windows at a time.
+Each part's ends are made right before its pieces are encoded, on the same core, while they are in
+its caches; there is no step in which one thread waits for the others' splits.
+
+Cost: O(n + parts x (PROBE_BYTES + MARGIN_BYTES)) split work, spread over the threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .parallel import run_all
+#: bytes read from a part's cut to guess where its first whole piece starts
+PROBE_BYTES = 1 << 8
+#: bytes a part's split reads past its end, so that its end is settled there
+MARGIN_BYTES = 1 << 12
+#: the end of the probe's split a part starts at (0: the first)
+_PROBE_END = 1
+_NO_ENDS = np.zeros(0, dtype=np.int64)
 
-#: bytes each window reaches into the next; a piece longer than this makes the rest serial
-OVERLAP = 1 << 14
 
-
-def _character_start(data: np.ndarray, at: int) -> int:
+def character_start(data: np.ndarray, at: int) -> int:
     """The first character start of the UTF-8 ``data`` at or after ``at`` (or its length)."""
+    at = min(at, len(data))
     while at < len(data) and 0x80 <= data[at] < 0xC0:
         at += 1
     return at
 
 
-def piece_ends_on_threads(splitter, data: np.ndarray, parts: int, threads: int) -> np.ndarray | None:
-    """``splitter.piece_ends(data)`` (a ``ProgramPretokenizer``), its windows split on up to ``threads``
-    threads when it has a transducer (see the module docstring)."""
+def part_start(splitter, data: np.ndarray, cut: int) -> int | None:
+    """Where the part cut at ``cut`` (a character start of ``data``) starts: the second end of the
+    split of :data:`PROBE_BYTES` read from there; the text's end when the probe reaches it with no
+    such end; None when the probe settles none (a piece longer than the probe) or does not split."""
     n = len(data)
-    if parts <= 1 or threads <= 1 or getattr(splitter, "engine", None) != "transducer" or n < 4 * OVERLAP:
-        return splitter.piece_ends(data)
-    parts = min(parts, threads)
-    starts = sorted({0, *(_character_start(data, k * n // parts) for k in range(1, parts))} - {n})
-    stops = [_character_start(data, s + OVERLAP) for s in starts[1:]] + [n]
-    windows = run_all(lambda j: splitter.window_ends(data[starts[j]:stops[j]]), range(len(starts)), threads)
-    if any(w is None for w in windows):  # some text matches no branch (or seemed to, at a window's end)
-        return splitter.piece_ends(data)
-    pieces: list[np.ndarray] = []  # the text's ends, window by window
-    tail = np.zeros(0, dtype=np.int64)  # the last window's true ends, not yet cut where the next meets it
-    for start, stop, (ends, settled) in zip(starts, stops, windows):
-        trusted = ends + start if stop == n else ends[:settled] + start
-        if start > 0:
-            # the first of the ends known so far, from this window's start on, that it settled too
-            candidates = tail[np.searchsorted(tail, start):]
-            at = np.searchsorted(trusted, candidates)
-            found = np.flatnonzero(trusted[np.minimum(at, len(trusted) - 1)] == candidates) if len(trusted) else []
-            if len(found) == 0:  # no end in common: from the last true end on, on this thread
-                last = int(tail[-1]) if len(tail) else (int(pieces[-1][-1]) if pieces else 0)
-                rest = splitter.piece_ends(data[last:])
-                return None if rest is None else np.concatenate([*pieces, tail, rest + last])
-            meet = candidates[found[0]]
-            pieces.append(tail[:np.searchsorted(tail, meet, side="right")])
-            trusted = trusted[at[found[0]] + 1:]
-        tail = trusted
-    return np.concatenate([*pieces, tail])
+    if cut <= 0:
+        return 0
+    stop = character_start(data, cut + PROBE_BYTES)
+    found = splitter.window_ends(data[cut:stop])
+    if found is None:
+        return None
+    ends, settled = found
+    if stop == n:
+        settled = len(ends)
+    if settled > _PROBE_END:
+        return cut + int(ends[_PROBE_END])
+    return n if stop == n else None
+
+
+def part_ends(splitter, data: np.ndarray, start: int, stop: int) -> np.ndarray | None:
+    """The piece ends of ``data[start:stop]`` (from ``start``), where ``start`` is a true piece end of
+    ``data``: its split read on for :data:`MARGIN_BYTES` past ``stop``; None when ``stop`` is not one
+    of the ends that split settled (nor the text's end), or when some text matches no branch."""
+    if stop <= start:
+        return _NO_ENDS if stop == start else None
+    n = len(data)
+    reach = character_start(data, stop + MARGIN_BYTES)
+    found = splitter.window_ends(data[start:reach])
+    if found is None:
+        return None
+    ends, settled = found
+    if reach == n:
+        settled = len(ends)
+    last = int(np.searchsorted(ends[:settled], stop - start))
+    return ends[:last + 1] if last < settled and ends[last] == stop - start else None

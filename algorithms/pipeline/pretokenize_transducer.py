@@ -46,7 +46,7 @@ text's two halves side by side (``_two_lanes``: two chains the CPU overlaps, mee
 middle in the same state), and other text character by character, decoding each as it goes (the byte offsets of the last
 characters kept in a ring). Since an end is written only once
 what follows cannot change it, the ends written before a text's end was read belong to every longer
-text too (``split_window``): :mod:`.parallel_split` splits one long text in windows on threads.
+text too (``split_window``): :mod:`.parallel_split` splits one long text part by part on threads.
 
 Exact with respect to ``regex.findall`` for the programs it accepts (hypothesis, against
 ``regex``, for every shape of ``tests/test_pretokenize_program.py``, both engines). Build:

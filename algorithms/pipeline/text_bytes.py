@@ -28,3 +28,11 @@ def utf8_all(texts: list[str]) -> list[bytes]:
         return [text.encode("utf-8") for text in texts]
     except UnicodeEncodeError:
         return [utf8(text) for text in texts]
+
+
+def pair_safe_cut(text: str, at: int) -> int:
+    """``at``, or ``at + 1`` where ``at`` falls between the two halves of a surrogate pair (which
+    :func:`utf8` joins into one character, so a text cut there would give other bytes)."""
+    if 0 < at < len(text) and "\ud800" <= text[at - 1] <= "\udbff" and "\udc00" <= text[at] <= "\udfff":
+        return at + 1
+    return at

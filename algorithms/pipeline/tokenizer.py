@@ -39,7 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
-from .text_bytes import utf8, utf8_all, valid_text  # noqa: F401 - part of this module's surface
+from .text_bytes import pair_safe_cut, utf8, utf8_all, valid_text  # noqa: F401 - part of this module's surface
 from .parallel import MIN_PARALLEL_BYTES, cut_spans, part_targets, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
@@ -398,9 +398,8 @@ class Tokenizer:
 
     def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
         """int32 ids of a long normalized text: its parts on threads."""
-        fused = self._fused
-        if fused.splitter is not None:  # split once, its pieces encoded on threads
-            arrays = run_all(fused.encode_part_array, self._split_parts(normalized, threads), threads)
+        if self._fused.splitter is not None:
+            arrays = self._split_encoded_parts(normalized, threads, as_array=True)
             return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
         return self._encoded_parts(normalized, threads, as_array=True)
 
@@ -426,21 +425,29 @@ class Tokenizer:
             return results[0] if len(results) == 1 else np.concatenate(results)
         return fused.join_lists(results)
 
-    def _split_parts(self, normalized: str, threads: int) -> list:
-        """A long normalized text for a pattern with no compiled pre-tokenizer: its UTF-8 made a share
-        per thread (2.4 ms per MB on one), split whole, then cut at piece ends into parts that shrink
-        towards its end (``FusedPipeline.split_parts``)."""
+    def _split_encoded_parts(self, normalized: str, threads: int, as_array: bool) -> list:
+        """The ids of a long normalized text for a pattern with no compiled pre-tokenizer, a list (or
+        int32 array) per part: its UTF-8 made a share per thread (2.4 ms per MB on one), then cut
+        into parts that shrink towards its end, each split and encoded on the thread that takes it
+        (``FusedPipeline.encode_split_parts``); where that cannot be exact, split whole and cut at
+        piece ends (``FusedPipeline.split_parts``)."""
         fused, n = self._fused, len(normalized)
-        shares = [(k * n // threads, (k + 1) * n // threads) for k in range(threads)]
-        data = b"".join(run_all(lambda span: fused.utf8_span(normalized, *span), shares, threads))
-        return fused.split_parts(data, part_targets(len(data), threads), threads)
+        shares = [pair_safe_cut(normalized, k * n // threads) for k in range(threads + 1)]
+        data = b"".join(run_all(lambda k: fused.utf8_span(normalized, shares[k], shares[k + 1]), range(threads),
+                                threads))
+        targets = part_targets(len(data), threads)
+        results = fused.encode_split_parts(data, targets, threads, as_array)
+        if results is None:
+            encode_part = fused.encode_part_array if as_array else fused.encode_part_list
+            results = run_all(encode_part, fused.split_parts(data, targets), threads)
+        return results
 
     def _parallel_list(self, normalized: str, threads: int) -> list[int]:
         """The ids of a long normalized text as a list: each part's list is built on the thread that
         encoded it (while another thread runs its next kernel), then they are joined."""
         fused = self._fused
-        if fused.splitter is not None:  # split once, its pieces encoded on threads
-            lists = run_all(fused.encode_part_list, self._split_parts(normalized, threads), threads)
+        if fused.splitter is not None:
+            lists = self._split_encoded_parts(normalized, threads, as_array=False)
             return fused.join_lists(lists) if lists else []
         return self._encoded_parts(normalized, threads, as_array=False)
 
