@@ -50,23 +50,28 @@ def character_start(data: np.ndarray, at: int) -> int:
     return at
 
 
+def _trusted_ends(splitter, data: np.ndarray, start: int, stop: int) -> np.ndarray | None:
+    """The ends of the split of ``data[start:stop]`` (from ``start``) that every longer text has:
+    the settled ones, all of them where ``stop`` is the text's end; None when some text matches no
+    branch."""
+    found = splitter.window_ends(data[start:stop])
+    if found is None:
+        return None
+    ends, settled = found
+    return ends if stop == len(data) else ends[:settled]
+
+
 def part_start(splitter, data: np.ndarray, cut: int) -> int | None:
     """Where the part cut at ``cut`` (a character start of ``data``) starts: the second end of the
     split of :data:`PROBE_BYTES` read from there; the text's end when the probe reaches it with no
     such end; None when the probe settles none (a piece longer than the probe) or does not split."""
-    n = len(data)
     if cut <= 0:
         return 0
     stop = character_start(data, cut + PROBE_BYTES)
-    found = splitter.window_ends(data[cut:stop])
-    if found is None:
-        return None
-    ends, settled = found
-    if stop == n:
-        settled = len(ends)
-    if settled > _PROBE_END:
+    ends = _trusted_ends(splitter, data, cut, stop)
+    if ends is not None and len(ends) > _PROBE_END:
         return cut + int(ends[_PROBE_END])
-    return n if stop == n else None
+    return len(data) if ends is not None and stop == len(data) else None
 
 
 def part_ends(splitter, data: np.ndarray, start: int, stop: int) -> np.ndarray | None:
@@ -75,13 +80,8 @@ def part_ends(splitter, data: np.ndarray, start: int, stop: int) -> np.ndarray |
     of the ends that split settled (nor the text's end), or when some text matches no branch."""
     if stop <= start:
         return _NO_ENDS if stop == start else None
-    n = len(data)
-    reach = character_start(data, stop + MARGIN_BYTES)
-    found = splitter.window_ends(data[start:reach])
-    if found is None:
+    ends = _trusted_ends(splitter, data, start, character_start(data, stop + MARGIN_BYTES))
+    if ends is None:
         return None
-    ends, settled = found
-    if reach == n:
-        settled = len(ends)
-    last = int(np.searchsorted(ends[:settled], stop - start))
-    return ends[:last + 1] if last < settled and ends[last] == stop - start else None
+    last = int(np.searchsorted(ends, stop - start))
+    return ends[:last + 1] if last < len(ends) and ends[last] == stop - start else None
