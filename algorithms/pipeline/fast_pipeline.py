@@ -1319,19 +1319,14 @@ class FusedPipeline:
             self._check(arr)
         n = len(arr)
         cuts = [0, *sorted({character_start(arr, t) for t in targets[:-1]} - {0, n})]
-        encode_pieces = self._encode_pieces_own
+        encode_part = self.encode_part_array if as_array else self.encode_part_list
 
         def part(j: int):
+            # a part's start is guessed again by the part before it (a 256-byte probe): no thread waits
             start = part_start(splitter, arr, cuts[j])
             stop = part_start(splitter, arr, cuts[j + 1]) if j + 1 < len(cuts) else n
             ends = None if start is None or stop is None else part_ends(splitter, arr, start, stop)
-            if ends is None:
-                return None
-            out, cache = self._buffers(stop - start)
-            count = encode_pieces(arr[start:stop], ends, out, cache) if len(ends) else 0
-            if as_array:
-                return out[:count].copy()
-            return out[:count].tolist() if count < self.GATHER_MIN else self.id_list(out[:count])
+            return None if ends is None else encode_part((arr[start:stop], ends))
 
         results = run_all(part, range(len(cuts)), threads)
         return None if any(r is None for r in results) else results
