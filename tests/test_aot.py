@@ -644,26 +644,33 @@ def test_helper_utf8_span_is_the_slices_utf8(aot_module, text, cut):
         assert helper.utf8_span(candidate, a, b) == expected
 
 
-def test_helper_join_lists_moves_the_items_and_leaks_nothing(aot_module):
+def test_helper_move_items_moves_the_items_and_leaks_nothing(aot_module):
     helper = aot_module.id_lists
     token = 10**30 + 7  # only this test holds it: its reference count is exact
     held = sys.getrefcount(token)
     parts = [[token, 1], [], [2, token, token], [3]]
     expected = [x for part in parts for x in part]
     before = sys.getrefcount(token)
-    joined = helper.join_lists(parts)
+    joined = parts[0]
+    for more in parts[1:]:
+        assert helper.move_items(joined, more) is None
     counted = sys.getrefcount(token)  # before the assertions: pytest keeps its operands alive
-    assert joined == expected and parts == [[], [], [], []]
+    assert joined == expected and parts[1:] == [[], [], []]
     assert counted == before  # moved, not copied: no new reference, none lost
-    parts[0].append(5)  # the emptied lists stay usable
-    assert parts[0] == [5] and helper.join_lists([]) == [] and helper.join_lists([[1]]) == [1]
-    twice = [token, 2]
-    assert helper.join_lists([twice, twice, [3]]) == [token, 2, 3] and twice == []  # moved once
-    del joined, expected
+    parts[2].append(5)  # the emptied lists stay usable
+    assert parts[2] == [5]
+    helper.move_items(joined, joined)  # onto itself: nothing moves
+    assert joined == expected
+    many = list(range(1 << 16))  # large enough to be copied with the GIL released
+    helper.move_items(joined, many)
+    assert joined == expected + list(range(1 << 16)) and many == []
+    joined.append(token)  # the grown list is an ordinary list
+    assert joined[-1] == token and len(joined) == len(expected) + (1 << 16) + 1
+    del joined, expected, parts
     assert sys.getrefcount(token) == held
-    for bad in ([[1], (2,)], ([1],), "ab"):
-        with pytest.raises(TypeError, match="join_lists"):
-            helper.join_lists(bad)
+    for bad in (([1], (2,)), ((1,), [2]), ([1],), ([1], [2], [3])):
+        with pytest.raises(TypeError, match="move_items"):
+            helper.move_items(*bad)
 
 
 def test_helper_utf8_span_refuses_spans_outside_the_text(aot_module):

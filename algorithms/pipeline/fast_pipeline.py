@@ -140,8 +140,9 @@ numba API::
 from __future__ import annotations
 
 import functools
+import operator
 import threading
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 from . import aot as _aot
@@ -1301,14 +1302,13 @@ class FusedPipeline:
             result.append((source[start:int(ends[last_piece])], ends[first_piece + 1:last_piece + 1] - start))
         return result
 
-    def encode_split_parts(self, data: bytes, targets: Sequence[int], threads: int, as_array: bool) -> list | None:
+    def encode_split_parts(self, data: bytes, targets: Sequence[int], threads: int, as_array: bool):
         """The ids of a long UTF-8 text, for a pattern with a transducer, cut near the byte ``targets``
         (cumulative) into parts that are split and encoded on the thread that takes them
-        (:mod:`.parallel_split`): a list per part (int32 arrays with ``as_array``), or None when the
-        splitter has no transducer or some part's check fails (then :meth:`split_parts` has the
-        answer). A part's split and its pieces' BPE follow each other on one core, so its piece ends
+        (:mod:`.parallel_split`) and joined (:meth:`joined_parts`): a list (int32 with ``as_array``),
+        or None when the splitter has no transducer or some part's check fails (then
+        :meth:`split_parts` has the answer). A part's split and its pieces' BPE follow each other on one core, so its piece ends
         are read from the core's caches, and no thread waits for another's split."""
-        from .parallel import run_all
         from .parallel_split import character_start, part_ends, part_start
 
         splitter = self.splitter
@@ -1328,8 +1328,21 @@ class FusedPipeline:
             ends = None if start is None or stop is None else part_ends(splitter, arr, start, stop)
             return None if ends is None else encode_part((arr[start:stop], ends))
 
-        results = run_all(part, range(len(cuts)), threads)
-        return None if any(r is None for r in results) else results
+        return self.joined_parts(part, range(len(cuts)), threads, as_array)
+
+    def joined_parts(self, part: Callable, items: Sequence, threads: int, as_array: bool):
+        """``part`` (ids of one part of a long text) over ``items`` on threads, the results joined in
+        order as they come in (``parallel.run_folded``): lists of ids moved onto the ones before them
+        (:meth:`move_items`), int32 arrays concatenated once at the end. None when a part gives
+        None."""
+        from .parallel import run_folded
+
+        if not len(items):
+            return np.zeros(0, dtype=np.int32) if as_array else []
+        if not as_array:
+            return run_folded(part, items, threads, self.move_items)
+        arrays = run_folded(lambda item: _listed(part(item)), items, threads, operator.add)
+        return None if arrays is None else np.concatenate(arrays)
 
     def _encode_part(self, part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
         data, ends = part
@@ -1479,15 +1492,15 @@ class FusedPipeline:
 
         return utf8(text[start:end])
 
-    def join_lists(self, lists: list[list[int]]) -> list[int]:
-        """The items of ``lists`` in one list; the lists themselves may be left empty (the helper
-        moves their items instead of taking new references, see ``id_lists.c``)."""
-        if self._id_lists is not None and len(lists) > 1:
-            return self._id_lists.join_lists(lists)
-        joined = lists[0]
-        for more in lists[1:]:
-            joined += more
-        return joined
+    def move_items(self, target: list[int], source: list[int]) -> list[int]:
+        """``target`` with the items of ``source`` appended (returned, for folding parts in order);
+        ``source`` may be left empty (the helper moves its items instead of taking new references,
+        see ``id_lists.c``)."""
+        if self._id_lists is not None:
+            self._id_lists.move_items(target, source)
+        else:
+            target += source
+        return target
 
     def id_lists(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
         """``[id_list(ids[a:b]) for a, b in consecutive offsets]`` (a batch's results)."""
@@ -1524,6 +1537,10 @@ class FusedPipeline:
         out_offsets = np.empty(len(texts) + 1, dtype=np.int64)
         n = self._encode_batch(self.plan, arr, text_offsets, out, out_offsets, self.thread_cache())
         return out[:n], out_offsets
+
+
+def _listed(ids: np.ndarray | None) -> list[np.ndarray] | None:
+    return None if ids is None else [ids]
 
 
 class _DirectCall:

@@ -47,6 +47,7 @@ import regex
 from bpebench.errors import BpebenchError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: below this many bytes of text, threads cost more than they give
 MIN_PARALLEL_BYTES = 1 << 16
@@ -159,6 +160,35 @@ def _shared_pool(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def run_folded(function: Callable[[T], R | None], items: Sequence[T], threads: int,
+               fold: Callable[[R, R], R]) -> R | None:
+    """The results of ``function`` over ``items`` (on threads, as :func:`run_all`) folded in order,
+    ``fold(fold(r0, r1), r2) ...``, each one as soon as those before it are in, so the joining of a
+    long text's parts overlaps the encoding of the later ones and only the last, small parts are
+    joined after the threads are done. None when there are no items or some result is None (the
+    items not yet started are then skipped)."""
+    lock = threading.Lock()
+    waiting: dict[int, R] = {}
+    state = {"next": 0, "value": None, "failed": False}
+
+    def work(i: int) -> None:
+        if state["failed"]:
+            return
+        result = function(items[i])
+        with lock:
+            if result is None:
+                state["failed"] = True
+                return
+            waiting[i] = result
+            while not state["failed"] and state["next"] in waiting:
+                ready = waiting.pop(state["next"])
+                state["value"] = ready if state["next"] == 0 else fold(state["value"], ready)
+                state["next"] += 1
+
+    run_all(work, range(len(items)), threads)
+    return None if state["failed"] or state["next"] < len(items) else state["value"]
+
+
 def split_batch(sizes: Sequence[int], targets: Sequence[int]) -> list[tuple[int, int]]:
     """``(start, end)`` index ranges cutting ``sizes`` into contiguous groups (none empty) at the
     cumulative ``targets`` (:func:`part_targets`, :func:`equal_targets`): a group ends right after
@@ -193,22 +223,51 @@ def cut_text(text: str, targets: Sequence[int], pattern_name: str | None) -> lis
 
 
 def cut_spans(text: str, targets: Sequence[int], pattern_name: str | None) -> list[tuple[int, int]]:
-    """The ``(start, end)`` character spans of :func:`cut_text`'s pieces: each cut at the first
-    boundary at or after a target (within :data:`CUT_WINDOW`), else the last one before it."""
-    if len(targets) <= 1 or pattern_name not in CUTTABLE_PATTERNS:
-        return [(0, len(text))]
-    cuts: list[int] = []
-    for target in targets[:-1]:
-        if cuts and target < cuts[-1]:
-            continue  # the cut before went past this target already
+    """The ``(start, end)`` character spans of :func:`cut_text`'s pieces (:class:`PartSpans`, the
+    empty ones left out)."""
+    spans = PartSpans(text, targets, pattern_name)
+    return [span for span in map(spans.span, range(len(spans))) if span[0] < span[1]]
+
+
+class PartSpans:
+    """A long text's parts, one per target (cumulative character positions, :func:`part_targets`),
+    each cut at the first pre-token boundary at or after its target (within :data:`CUT_WINDOW`),
+    else at the last one before it; a target that the cut before has passed, or with no boundary
+    near it, gives an empty part. The whole text is one part when the pattern is not in
+    :data:`CUTTABLE_PATTERNS`.
+
+    The cuts are found in order as the threads take the parts (:meth:`span`, under a lock): the
+    search for a part's end (tens of microseconds on code, whose lines seldom start with a letter)
+    overlaps the encoding of the parts before it instead of coming before all of them."""
+
+    def __init__(self, text: str, targets: Sequence[int], pattern_name: str | None) -> None:
+        self._text = text
+        self._targets = list(targets) if len(targets) > 1 and pattern_name in CUTTABLE_PATTERNS else [len(text)]
+        self._ends: list[int] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._targets)
+
+    def span(self, k: int) -> tuple[int, int]:
+        """Part ``k``'s ``(start, end)``; empty when ``start == end``."""
+        with self._lock:
+            while len(self._ends) <= k:
+                self._ends.append(self._next_end())
+        return (self._ends[k - 1] if k else 0), self._ends[k]
+
+    def _next_end(self) -> int:
+        text, k = self._text, len(self._ends)
+        previous = self._ends[-1] if self._ends else 0
+        if k == len(self._targets) - 1:
+            return len(text)
+        target = self._targets[k]
+        if target < previous:
+            return previous  # the cut before went past this target already
         match = _BOUNDARY.search(text, target, min(len(text), target + CUT_WINDOW))
         found = match.start() if match is not None else _last_boundary(text, max(0, target - CUT_WINDOW), target)
-        if found is not None:
-            cut = found + 1  # after the line feed: the letter starts a piece
-            if (not cuts or cut > cuts[-1]) and 0 < cut < len(text):
-                cuts.append(cut)
-    bounds = [0, *cuts, len(text)]
-    return list(zip(bounds, bounds[1:]))
+        cut = previous if found is None else found + 1  # after the line feed: the letter starts a piece
+        return cut if previous < cut < len(text) else previous
 
 
 def _last_boundary(text: str, start: int, end: int) -> int | None:

@@ -40,7 +40,7 @@ import regex
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
 from .text_bytes import pair_safe_cut, utf8, utf8_all, valid_text  # noqa: F401 - part of this module's surface
-from .parallel import MIN_PARALLEL_BYTES, cut_spans, part_targets, run_all, split_batch, thread_count
+from .parallel import MIN_PARALLEL_BYTES, PartSpans, part_targets, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
 from ..formats.vocabulary import Vocabulary
@@ -388,46 +388,51 @@ class Tokenizer:
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
-    def _parts(self, normalized: str, threads: int) -> list[tuple[int, int]]:
+    def _parts(self, normalized: str, threads: int) -> PartSpans:
         """A long normalized text cut at pre-token boundaries into parts that shrink towards its end
-        (``parallel.part_targets``): their character spans (each thread converts its own part to
-        UTF-8, see ``FusedPipeline.utf8_span``)."""
+        (``parallel.part_targets``): their character spans, each found as a thread takes its part
+        (each thread converts its own part to UTF-8, see ``FusedPipeline.utf8_span``)."""
         from .fast_pipeline import supported_pattern
 
-        return cut_spans(normalized, part_targets(len(normalized), threads), supported_pattern(self.vocabulary))
+        return PartSpans(normalized, part_targets(len(normalized), threads), supported_pattern(self.vocabulary))
 
     def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
         """int32 ids of a long normalized text: its parts on threads."""
-        if self._fused.splitter is not None:
-            arrays = self._split_encoded_parts(normalized, threads, as_array=True)
-            return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        return self._encoded_parts(normalized, threads, as_array=True)
+        parts = self._split_encoded_parts if self._fused.splitter is not None else self._encoded_parts
+        return parts(normalized, threads, as_array=True)
+
+    def _parallel_list(self, normalized: str, threads: int) -> list[int]:
+        """The ids of a long normalized text as a list: each part's list is built on the thread that
+        encoded it (while another thread runs its next kernel), and moved onto the parts before it
+        as soon as they are all in (``FusedPipeline.joined_parts``)."""
+        parts = self._split_encoded_parts if self._fused.splitter is not None else self._encoded_parts
+        return parts(normalized, threads, as_array=False)
 
     def _encoded_parts(self, normalized: str, threads: int, as_array: bool, screen: bytes | None = None):
         """The ids of a long normalized text cut at pre-token boundaries (``_parts``), each part made
-        UTF-8 and encoded on the thread that takes it, then joined: int32 (``as_array``) or a list,
-        whose parts are built on their threads while another thread runs its next kernel. With
-        ``screen`` (two bytes), None as soon as a part's UTF-8 holds them (that part is not encoded)."""
+        UTF-8 and encoded on the thread that takes it, joined in order as they come in (``FusedPipeline.joined_parts``):
+        int32 (``as_array``) or a list, whose parts are built on their threads while another thread
+        runs its next kernel. With ``screen`` (two bytes), None as soon as a
+        part's UTF-8 holds them (that part and those not yet started are not encoded)."""
         fused = self._fused
         find_pair = fused.find_pair
+        spans = self._parts(normalized, threads)
 
-        def part(span: tuple[int, int]):
-            data = fused.utf8_span(normalized, *span)
+        def part(k: int):
+            start, end = spans.span(k)
+            if start == end:
+                return np.zeros(0, dtype=np.int32) if as_array else []
+            data = fused.utf8_span(normalized, start, end)
             if screen is not None and (find_pair(data, screen[0], screen[1]) if find_pair is not None
                                        else data.find(screen)) >= 0:
                 return None
             return fused.encode_utf8(data) if as_array else fused.encode_list(data)
 
-        results = run_all(part, self._parts(normalized, threads), threads)
-        if screen is not None and any(r is None for r in results):
-            return None
-        if as_array:
-            return results[0] if len(results) == 1 else np.concatenate(results)
-        return fused.join_lists(results)
+        return fused.joined_parts(part, range(len(spans)), threads, as_array)
 
-    def _split_encoded_parts(self, normalized: str, threads: int, as_array: bool) -> list:
-        """The ids of a long normalized text for a pattern with no compiled pre-tokenizer, a list (or
-        int32 array) per part: its UTF-8 made a share per thread (2.4 ms per MB on one), then cut
+    def _split_encoded_parts(self, normalized: str, threads: int, as_array: bool):
+        """The ids of a long normalized text for a pattern with no compiled pre-tokenizer, joined as
+        in ``_encoded_parts``: its UTF-8 made a share per thread (2.4 ms per MB on one), then cut
         into parts that shrink towards its end, each split and encoded on the thread that takes it
         (``FusedPipeline.encode_split_parts``); where that cannot be exact, split whole and cut at
         piece ends (``FusedPipeline.split_parts``)."""
@@ -436,20 +441,11 @@ class Tokenizer:
         data = b"".join(run_all(lambda k: fused.utf8_span(normalized, shares[k], shares[k + 1]), range(threads),
                                 threads))
         targets = part_targets(len(data), threads)
-        results = fused.encode_split_parts(data, targets, threads, as_array)
-        if results is None:
+        ids = fused.encode_split_parts(data, targets, threads, as_array)
+        if ids is None:
             encode_part = fused.encode_part_array if as_array else fused.encode_part_list
-            results = run_all(encode_part, fused.split_parts(data, targets), threads)
-        return results
-
-    def _parallel_list(self, normalized: str, threads: int) -> list[int]:
-        """The ids of a long normalized text as a list: each part's list is built on the thread that
-        encoded it (while another thread runs its next kernel), then they are joined."""
-        fused = self._fused
-        if fused.splitter is not None:
-            lists = self._split_encoded_parts(normalized, threads, as_array=False)
-            return fused.join_lists(lists) if lists else []
-        return self._encoded_parts(normalized, threads, as_array=False)
+            ids = fused.joined_parts(encode_part, fused.split_parts(data, targets), threads, as_array)
+        return ids
 
     def encode_to_numpy(
         self,
