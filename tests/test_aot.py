@@ -10,6 +10,7 @@ temporary cache roots, never on the module this process has loaded.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import pickle
@@ -129,6 +130,25 @@ def test_golden_texts_through_the_module(name, aot_module):
     (ids, offsets), (jit_ids, jit_offsets) = batch_aot_and_jit(
         tok._fused, [tok._normalize(t).encode("utf-8") for t in GOLDEN["texts"]])
     assert ids == jit_ids and offsets == jit_offsets
+
+
+def test_a_batch_made_utf8_by_the_helper_on_threads_equals_one_text_at_a_time(aot_module):
+    """A batch over several groups on two threads, each group's texts made UTF-8 by the helper with
+    the GIL released (``utf8_texts``), and a group with a lone surrogate through Python's path: the
+    ids of each text encoded alone (made UTF-8 by Python's encoder)."""
+    from bpebench import corpora
+
+    vocab = vocabulary("o200k_base")
+    tok = Tokenizer(vocab)
+    tok._fused = FusedPipeline(vocab)
+    assert tok._fused.aot and tok._fused._id_lists is not None
+    text = corpora.get("udhr-all", size=60_000) + corpora.get("prose-en", size=60_000)
+    batch = [text[i:i + 2_000] for i in range(0, len(text), 2_000)]
+    batch[40] = batch[40][:7] + "\ud800" + batch[40][7:]
+    expected = [tok.encode_ordinary(t) for t in batch]
+    assert tok.encode_ordinary_batch(batch, num_threads=2) == expected
+    flat, offsets = tok.encode_ordinary_batch_to_numpy(batch, num_threads=2)
+    assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
 
 
 @pytest.mark.parametrize("name", VOCABULARIES)
@@ -629,19 +649,53 @@ def test_helper_refuses_what_it_would_misread_and_leaks_nothing(aot_module):
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet=st.characters(exclude_categories=()), max_size=40).map(lambda t: t + "\u00e9\u4e2d"),
-       cut=st.tuples(st.integers(0, 50), st.integers(0, 50)))
+       cut=st.tuples(st.integers(0, 90), st.integers(0, 90)))
 def test_helper_utf8_span_is_the_slices_utf8(aot_module, text, cut):
     """``utf8_span`` against Python's own encoder, on every kind of str (ASCII, Latin-1, BMP,
     astral): the bytes of ``text[a:b]``, or None exactly when the span holds a surrogate."""
     helper = aot_module.id_lists
     surrogate = text[:3] + "\udc80" + text[3:]
-    for candidate in (text, text[:-1], text[:-2], "".join(c for c in text if c < "\u0100"), surrogate):
+    runs = "ascii run " + text[:5] + "of eight and more" + text[5:] + "0123456789"  # the 8-at-a-time path
+    for candidate in (text, text[:-1], text[:-2], "".join(c for c in text if c < "\u0100"), surrogate, runs,
+                      runs[:-2] + "\U0001f600"):
         a, b = sorted(min(x, len(candidate)) for x in cut)
         try:
             expected = candidate[a:b].encode("utf-8")
         except UnicodeEncodeError:
             expected = None
         assert helper.utf8_span(candidate, a, b) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.characters(exclude_categories=()), max_size=30).map(
+           lambda t: ("eight or more ascii " if len(t) % 2 else "") + t), max_size=8),
+       cut=st.tuples(st.integers(0, 9), st.integers(0, 9)))
+def test_helper_utf8_texts_joins_the_texts_utf8(aot_module, texts, cut):
+    """``utf8_texts`` against Python's own encoder: the joined bytes of ``texts[first:last]`` and
+    where each starts, or None exactly when one of them holds a surrogate."""
+    helper = aot_module.id_lists
+    first, last = sorted(min(x, len(texts)) for x in cut)
+    made = helper.utf8_texts(texts, first, last)
+    try:
+        encoded = [t.encode("utf-8") for t in texts[first:last]]
+    except UnicodeEncodeError:
+        assert made is None
+        return
+    data, offsets = made
+    assert data == b"".join(encoded)
+    assert np.frombuffer(offsets, dtype=np.int64).tolist() == [0, *itertools.accumulate(map(len, encoded))]
+
+
+def test_helper_utf8_texts_refuses_what_is_not_a_list_of_str(aot_module):
+    helper = aot_module.id_lists
+    for first, last in ((-1, 1), (2, 1), (0, 3)):
+        with pytest.raises(ValueError, match="not within the list's 2"):
+            helper.utf8_texts(["a", "b"], first, last)
+    with pytest.raises(TypeError, match="item 1 is not a str"):
+        helper.utf8_texts(["a", b"b"], 0, 2)
+    assert helper.utf8_texts(["a", b"b"], 0, 1)[0] == b"a"  # only the texts asked for are read
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        helper.utf8_texts(("a",), 0, 1)
 
 
 def test_helper_move_items_moves_the_items_and_leaks_nothing(aot_module):

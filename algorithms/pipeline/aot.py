@@ -539,7 +539,7 @@ def _load_dir(directory: Path) -> AotModule:
     manifest, so = verify_dir(directory)
     module = _import_file(MODULE_NAME, so, ("encode_utf8", "encode_utf8_batch"))
     id_lists = _import_file(ID_LISTS_MODULE, directory / manifest["helpers"][ID_LISTS_MODULE]["file"],
-                            ("id_list", "id_lists", "utf8_span", "move_items"))
+                            ("id_list", "id_lists", "utf8_span", "utf8_texts", "move_items"))
     return AotModule(module, manifest, directory, id_lists)
 
 

@@ -1528,15 +1528,32 @@ class FusedPipeline:
 
     def encode_utf8_batch(self, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """(ids, offsets): text ``i``'s ids are ``ids[offsets[i]:offsets[i+1]]``."""
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        text_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=text_offsets[1:])
-        arr = np.frombuffer(b"".join(texts), dtype=np.uint8)
+        from .text_bytes import joined_utf8
+
+        return self.encode_joined_batch(*joined_utf8(texts))
+
+    def encode_joined_batch(self, data: bytes, text_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``encode_utf8_batch`` of texts given as one UTF-8 ``data`` and their int64 ``text_offsets``
+        (the starts and the last end, as :meth:`utf8_texts` makes them)."""
+        arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
         out = np.empty(len(arr), dtype=np.int32)
-        out_offsets = np.empty(len(texts) + 1, dtype=np.int64)
+        out_offsets = np.empty(len(text_offsets), dtype=np.int64)
         n = self._encode_batch(self.plan, arr, text_offsets, out, out_offsets, self.thread_cache())
         return out[:n], out_offsets
+
+    def utf8_texts(self, texts: list[str], first: int, last: int) -> tuple[bytes, np.ndarray]:
+        """The UTF-8 of ``texts[first:last]`` joined, and the int64 offsets where each starts (and the
+        last ends), for :meth:`encode_joined_batch`. With the ahead-of-time helper, converted with the
+        GIL released straight into one buffer (``id_lists.c``), so threads that take groups of a
+        batch convert them at the same time."""
+        if self._id_lists is not None:
+            made = self._id_lists.utf8_texts(texts, first, last)
+            if made is not None:
+                return made[0], np.frombuffer(made[1], dtype=np.int64)
+        from .text_bytes import joined_utf8, utf8_all
+
+        return joined_utf8(utf8_all(texts[first:last]))
 
 
 def _listed(ids: np.ndarray | None) -> list[np.ndarray] | None:

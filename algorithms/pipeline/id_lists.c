@@ -17,6 +17,9 @@
        the items of the list ``source`` appended to the list ``target``; ``source`` is left empty.
    utf8_span(text, start, end) -> bytes or None
        text[start:end].encode("utf-8") with the GIL released; None at a surrogate.
+   utf8_texts(texts, first, last) -> (bytes, bytes) or None
+       the UTF-8 of the strs texts[first:last] joined, and their int64 start offsets (and the
+       end), with the GIL released; None at a surrogate.
    find_pair(data, first, second) -> int
        the first index i with data[i] == first and data[i + 1] == second in the bytes
        ``data``, or -1.
@@ -416,8 +419,18 @@ static PyObject *strided_ints(PyObject *Py_UNUSED(module), PyObject *const *args
     static Py_ssize_t span_to_utf8_##T(const T *src, Py_ssize_t n, unsigned char *dst) \
     {                                                                       \
         unsigned char *at = dst;                                            \
-        for (Py_ssize_t k = 0; k < n; k++) {                                \
-            uint32_t c = src[k];                                            \
+        Py_ssize_t k = 0;                                                   \
+        while (k < n) {                                                     \
+            /* eight ASCII characters at a time (most of a European text) */ \
+            if (k + 8 <= n && (uint32_t)(src[k] | src[k + 1] | src[k + 2] | src[k + 3] | src[k + 4] | \
+                                         src[k + 5] | src[k + 6] | src[k + 7]) < 0x80) { \
+                for (int j = 0; j < 8; j++)                                 \
+                    at[j] = (unsigned char)src[k + j];                      \
+                at += 8;                                                    \
+                k += 8;                                                     \
+                continue;                                                   \
+            }                                                               \
+            uint32_t c = src[k++];                                          \
             if (c < 0x80) {                                                 \
                 *at++ = (unsigned char)c;                                   \
             } else if (c < 0x800) {                                         \
@@ -492,6 +505,111 @@ static PyObject *utf8_span(PyObject *Py_UNUSED(module), PyObject *const *args, P
     if (_PyBytes_Resize(&bytes, written) < 0)
         return NULL;
     return bytes;
+}
+
+/* utf8_texts(texts, first, last) -> (bytes, bytes) or None: the UTF-8 of texts[first:last] (a list of
+   str) in one bytes object, and where each text starts in it and the last ends (last - first + 1
+   native int64 offsets, as bytes), converted with the GIL released: a batch's groups are made UTF-8
+   on their threads at the same time, where ``[t.encode() for t in group]`` and the join after it
+   held the GIL (0.3 ms a group of 80-256 kB, each thread waiting for the other's at the start and
+   between kernels). The strs are read while the GIL is released: they never change, and the list,
+   the caller's own, keeps them alive. None when a text holds a surrogate (the caller's own path
+   replaces it). */
+struct text_span {
+    const void *data;
+    Py_ssize_t length;
+    int kind, ascii;
+};
+
+static PyObject *utf8_texts(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "utf8_texts(texts: list, first: int, last: int) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *texts = args[0];
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t last = PyLong_AsSsize_t(args[2]);
+    if (last == -1 && PyErr_Occurred())
+        return NULL;
+    if (first < 0 || last < first || last > PyList_GET_SIZE(texts)) {
+        PyErr_Format(PyExc_ValueError, "texts %zd:%zd are not within the list's %zd", first, last,
+                     PyList_GET_SIZE(texts));
+        return NULL;
+    }
+    Py_ssize_t m = last - first, most = 0;
+    struct text_span *spans = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(struct text_span));
+    if (spans == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *text = PyList_GET_ITEM(texts, first + k);
+        if (!PyUnicode_Check(text) || PyUnicode_READY(text) < 0) {
+            PyMem_Free(spans);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "utf8_texts: item %zd is not a str", first + k);
+            return NULL;
+        }
+        struct text_span *span = &spans[k];
+        span->data = PyUnicode_DATA(text);
+        span->length = PyUnicode_GET_LENGTH(text);
+        span->kind = PyUnicode_KIND(text);
+        span->ascii = PyUnicode_IS_ASCII(text);
+        Py_ssize_t width = span->ascii ? 1 : span->kind == PyUnicode_1BYTE_KIND ? 2 : span->kind == PyUnicode_2BYTE_KIND ? 3 : 4;
+        if (span->length > (PY_SSIZE_T_MAX - most) / width) {
+            PyMem_Free(spans);
+            return PyErr_NoMemory();
+        }
+        most += span->length * width;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, most);
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (m + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (bytes == NULL || offsets == NULL) {
+        Py_XDECREF(bytes);
+        Py_XDECREF(offsets);
+        PyMem_Free(spans);
+        return NULL;
+    }
+    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(bytes);
+    int64_t *starts = (int64_t *)PyBytes_AS_STRING(offsets); /* a bytes object's storage is aligned to 8 */
+    Py_ssize_t at = 0;
+    int surrogate = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < m && !surrogate; k++) {
+        const struct text_span *span = &spans[k];
+        Py_ssize_t written;
+        starts[k] = at;
+        if (span->ascii) {
+            memcpy(dst + at, span->data, (size_t)span->length);
+            written = span->length;
+        } else if (span->kind == PyUnicode_1BYTE_KIND)
+            written = span_to_utf8_Py_UCS1((const Py_UCS1 *)span->data, span->length, dst + at);
+        else if (span->kind == PyUnicode_2BYTE_KIND)
+            written = span_to_utf8_Py_UCS2((const Py_UCS2 *)span->data, span->length, dst + at);
+        else
+            written = span_to_utf8_Py_UCS4((const Py_UCS4 *)span->data, span->length, dst + at);
+        if (written < 0)
+            surrogate = 1;
+        else
+            at += written;
+    }
+    starts[m] = at;
+    Py_END_ALLOW_THREADS
+    PyMem_Free(spans);
+    if (surrogate) {
+        Py_DECREF(bytes);
+        Py_DECREF(offsets);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&bytes, at) < 0) {
+        Py_DECREF(offsets);
+        return NULL;
+    }
+    PyObject *result = PyTuple_Pack(2, bytes, offsets);
+    Py_DECREF(bytes);
+    Py_DECREF(offsets);
+    return result;
 }
 
 /* move_items(target, source) -> None: the items of the list ``source`` appended to the list
@@ -574,6 +692,8 @@ static PyMethodDef methods[] = {
      "find_pair(data, first, second) -> the first index of the bytes first, second in data, or -1"},
     {"move_items", (PyCFunction)(void (*)(void))move_items, METH_FASTCALL,
      "move_items(target, source) -> None: source's items appended to target, source left empty"},
+    {"utf8_texts", (PyCFunction)(void (*)(void))utf8_texts, METH_FASTCALL,
+     "utf8_texts(texts, first, last) -> (UTF-8 of texts[first:last] joined, int64 offsets as bytes), or None"},
     {"utf8_span", (PyCFunction)(void (*)(void))utf8_span, METH_FASTCALL,
      "utf8_span(text, start, end) -> text[start:end] as UTF-8 bytes (GIL released), or None at a surrogate"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 
 def valid_text(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (and surrogate pairs joined),
@@ -28,6 +30,13 @@ def utf8_all(texts: list[str]) -> list[bytes]:
         return [text.encode("utf-8") for text in texts]
     except UnicodeEncodeError:
         return [utf8(text) for text in texts]
+
+
+def joined_utf8(texts: list[bytes]) -> tuple[bytes, np.ndarray]:
+    """UTF-8 ``texts`` as one bytes object, and the int64 offsets where each starts (and the last ends)."""
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+    return b"".join(texts), offsets
 
 
 def pair_safe_cut(text: str, at: int) -> int:

@@ -39,7 +39,7 @@ import regex
 
 from ..core.encoder import Encoder
 from bpebench.errors import BpebenchError, UnknownNameError
-from .text_bytes import pair_safe_cut, utf8, utf8_all, valid_text  # noqa: F401 - part of this module's surface
+from .text_bytes import joined_utf8, pair_safe_cut, utf8, utf8_all, valid_text  # noqa: F401 - part of this module's surface
 from .parallel import MIN_PARALLEL_BYTES, PartSpans, part_targets, run_all, split_batch, thread_count
 from .pretokenize import NORMALIZERS, pretokenizer_for
 from ..core.registry import default_encoder_name, make_encoder
@@ -615,25 +615,31 @@ class Tokenizer:
             return [self.encode_ordinary(t) for t in texts]
         fused = self._fused
 
-        def group(data: list[bytes]) -> list[list[int]]:
-            return fused.id_lists(*fused.encode_utf8_batch(data))
+        def group(data: bytes, offsets: np.ndarray) -> list[list[int]]:
+            return fused.id_lists(*fused.encode_joined_batch(data, offsets))
 
         parts = self._batch_groups(texts, num_threads, group)[1]
         return parts[0] if len(parts) == 1 else [ids for part in parts for ids in part]
 
     def _batch_groups(self, texts: list[str], num_threads: int | None, encode_group) -> tuple[list, list]:
-        """(the groups' index ranges, ``encode_group(utf8 texts of the group)`` for each): the batch cut
-        into contiguous groups by its characters, in shares that shrink towards its end
-        (``parallel.part_targets``), run on the threads. Each group's texts are made UTF-8 on the
-        thread that encodes them, while another thread's kernel runs without the GIL (made all
-        at once first, they held both threads back for 0.7-0.9 ms of an 11 ms call on 1.1 MB)."""
+        """(the groups' index ranges, ``encode_group(UTF-8 of the group's texts joined, their offsets)``
+        for each): the batch cut into contiguous groups by its characters, in shares that shrink
+        towards its end (``parallel.part_targets``), run on the threads. Each group's texts are made
+        UTF-8 on the thread that encodes them (``FusedPipeline.utf8_texts``: with the GIL released),
+        while another thread's kernel runs (made all at once first, they held both threads back for
+        0.7-0.9 ms of an 11 ms call on 1.1 MB)."""
         sizes = [len(text) for text in texts]
         total = sum(sizes)
         threads = thread_count(num_threads) if total >= MIN_PARALLEL_BYTES else 1
         groups = split_batch(sizes, part_targets(total, threads))
-        normalize = self._normalize
-        to_utf8 = utf8_all if self._direct else (lambda group: [utf8(normalize(text)) for text in group])
-        return groups, run_all(lambda bounds: encode_group(to_utf8(texts[bounds[0]:bounds[1]])), groups, threads)
+        fused, normalize = self._fused, self._normalize
+        if self._direct:
+            def to_utf8(first: int, last: int) -> tuple[bytes, np.ndarray]:
+                return fused.utf8_texts(texts, first, last)
+        else:
+            def to_utf8(first: int, last: int) -> tuple[bytes, np.ndarray]:
+                return joined_utf8([utf8(normalize(text)) for text in texts[first:last]])
+        return groups, run_all(lambda bounds: encode_group(*to_utf8(*bounds)), groups, threads)
 
     def encode_ordinary_batch_to_numpy(self, texts: Iterable[str], *,
                                        num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -646,7 +652,7 @@ class Tokenizer:
             arrays = [np.array(self.encode_ordinary(t), dtype=np.uint32) for t in texts]
             np.cumsum([len(a) for a in arrays], out=offsets[1:])
             return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)), offsets
-        groups, results = self._batch_groups(texts, num_threads, self._fused.encode_utf8_batch)
+        groups, results = self._batch_groups(texts, num_threads, self._fused.encode_joined_batch)
         base = 0
         for (first, last), (ids, group_offsets) in zip(groups, results):
             offsets[first + 1:last + 1] = group_offsets[1:] + base
