@@ -1532,12 +1532,16 @@ class FusedPipeline:
 
         return self.encode_joined_batch(*joined_utf8(texts))
 
-    def encode_joined_batch(self, data: bytes, text_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def encode_joined_batch(self, data: bytes, text_offsets: np.ndarray,
+                            fresh: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """``encode_utf8_batch`` of texts given as one UTF-8 ``data`` and their int64 ``text_offsets``
-        (the starts and the last end, as :meth:`utf8_texts` makes them)."""
+        (the starts and the last end, as :meth:`utf8_texts` makes them). Without ``fresh`` the ids
+        are in the calling thread's reused buffer, valid until its next call (for a caller that
+        lists them at once: a new buffer's pages are first touched, at a page fault each, inside
+        the kernel)."""
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
-        out = np.empty(len(arr), dtype=np.int32)
+        out = np.empty(len(arr), dtype=np.int32) if fresh else self._buffers(len(arr))[0]
         out_offsets = np.empty(len(text_offsets), dtype=np.int64)
         n = self._encode_batch(self.plan, arr, text_offsets, out, out_offsets, self.thread_cache())
         return out[:n], out_offsets

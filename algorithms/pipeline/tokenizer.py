@@ -616,7 +616,7 @@ class Tokenizer:
         fused = self._fused
 
         def group(data: bytes, offsets: np.ndarray) -> list[list[int]]:
-            return fused.id_lists(*fused.encode_joined_batch(data, offsets))
+            return fused.id_lists(*fused.encode_joined_batch(data, offsets, fresh=False))
 
         parts = self._batch_groups(texts, num_threads, group)[1]
         return parts[0] if len(parts) == 1 else [ids for part in parts for ids in part]
