@@ -6,8 +6,8 @@
 Each ``SHORT/WIDE`` pair is a ``FusedPipeline`` whose pieces of several tokens run the merge loop
 up to ``SHORT`` bytes, or ``WIDE`` when they end with a CJK, kana or Hangul character
 (``FusedPipeline.SHORT_PIECE`` and ``SHORT_PIECE_WIDE``), backtracking beyond. All of them and
-fastokens (when installed) take turns per document over the protocol's unseen stream (the order
-rotating by one each document), after one pass over its warm-up documents, in one process pinned to
+fastokens (when installed) take turns per document over the protocol's unseen stream (in balanced
+orders, ``protocol.balanced_orders``), after one pass over its warm-up documents, in one process pinned to
 one CPU; the documents are grouped by their commonest script. Milliseconds per group. In some runs
 the first pipeline made in a process ran 5-10% slower than identical later ones, so a throw-away copy of the
 first pair is made and timed first (listed as ``warm-up copy``). Variants share the vocabulary's

@@ -4,8 +4,11 @@ Users encode long streams of new text: common pieces repeat, the text does not. 
 headline figure is **unseen**: each encoder is first warmed up on other text of the same
 kind (its caches and the CPU's fill as they would in a long run), then every document of
 the measured text is encoded exactly once, and the times are summed. Implementations
-measured together take turns document by document (the order rotates), so each meets
-the CPU state the others leave, as in a process that does other work between calls.
+measured together take turns document by document, so each meets the CPU state the others
+leave, as in a process that does other work between calls; the orders follow a balanced design
+(:func:`balanced_orders`), so that each comes after every other equally often. (A plain rotation
+keeps the cyclic order: with three or more, each always follows the same one, and one that
+thrashes the caches always slows the same next one.)
 
 Two other figures are kept apart and labelled:
 
@@ -85,11 +88,33 @@ def stream(kind: str, *, warm_bytes: int = WARM_BYTES, measured_bytes: int = MEA
     return Stream(kind, name, warm, measured)
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of ``n`` items (a Williams design) in which each item stands in each position equally
+    often and follows every other item equally often: ``n`` orders for an even ``n``, ``2 n`` (the
+    orders and their reverses) for an odd one.
+
+    >>> balanced_orders(4)
+    [[0, 1, 3, 2], [1, 2, 0, 3], [2, 3, 1, 0], [3, 0, 2, 1]]
+    >>> balanced_orders(2)
+    [[0, 1], [1, 0]]
+    """
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        if len(first) % 2:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    orders = [[(x + i) % n for x in first] for i in range(n)]
+    return orders + [order[::-1] for order in orders] if n % 2 else orders
+
+
 def time_unseen(functions: dict[str, Callable[[str], object]], text_stream: Stream,
                 check: Callable[[str, object, object], None] | None = None) -> dict[str, float]:
     """Seconds each function takes over ``text_stream.measured``, every document once, after one
-    pass over the warm-up documents. The functions take turns per document, in an order
-    that rotates by one each document. ``check(name, result, first_result)``, if given, runs
+    pass over the warm-up documents. The functions take turns per document, in the orders of
+    :func:`balanced_orders`, one after the other. ``check(name, result, first_result)``, if given, runs
     outside the timed region on every result (with the first function's result of the same
     document) and may raise."""
     names = list(functions)
@@ -97,10 +122,11 @@ def time_unseen(functions: dict[str, Callable[[str], object]], text_stream: Stre
         for name in names:
             functions[name](doc)
     totals = dict.fromkeys(names, 0.0)
+    orders = balanced_orders(len(names))
     for i, doc in enumerate(text_stream.measured):
         results = {}
-        for k in range(len(names)):
-            name = names[(i + k) % len(names)]
+        for k in orders[i % len(orders)]:
+            name = names[k]
             fn = functions[name]
             start = clock()
             result = fn(doc)

@@ -312,14 +312,17 @@ def _our_batch_rows(vocab, cpus: int) -> dict:
 
 def _in_rotation(functions: dict, batches: list, check) -> tuple[dict, dict]:
     """(wall seconds, CPU seconds) of every function over every batch, the functions taking turns
-    per batch in an order that rotates by one each batch; ``check(r, outputs)`` runs outside the
-    clock on each batch's results."""
+    per batch in the orders of ``protocol.balanced_orders`` (balanced only over as many batches as
+    it has orders); ``check(r, outputs)`` runs outside the clock on each batch's results."""
+    from bpebench.benchmarks.protocol import balanced_orders
+
     wall = dict.fromkeys(functions, 0.0)
     cpu = dict.fromkeys(functions, 0.0)
     names = list(functions)
+    orders = balanced_orders(len(names))
     for r, batch in enumerate(batches):
         outputs = {}
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in (names[k] for k in orders[r % len(orders)]):
             start, start_cpu = time.perf_counter(), time.process_time()
             outputs[name] = functions[name](batch)
             wall[name] += time.perf_counter() - start
@@ -597,7 +600,8 @@ def table_cold(runs: int) -> None:
 def table_stages(vocabs: list[str], rounds: int) -> None:
     """Where our time goes, per kind of text. Each step has its own pipeline (so its own piece
     cache, warmed on the warm-up documents) and sees every measured document once per round;
-    the steps take turns per document in a rotating order. Best of the rounds."""
+    the steps take turns per document in balanced orders (``protocol.balanced_orders``). Best of the
+    rounds."""
     import numpy as np
 
     from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8, probe_stages
@@ -656,9 +660,10 @@ def table_stages(vocabs: list[str], rounds: int) -> None:
                     whole.encode_ordinary(doc)
                 spent = dict.fromkeys(spent, 0.0)
                 stats_before = whole.piece_cache_stats()
+                orders = protocol.balanced_orders(len(steps))
                 for i, doc in enumerate(text_stream.measured):
-                    for k in range(len(steps)):
-                        steps[(i + k) % len(steps)](doc)
+                    for k in orders[i % len(orders)]:
+                        steps[k](doc)
                 best = {k: min(best.get(k, float("inf")), v) for k, v in spent.items()}
             after = whole.piece_cache_stats()
             hits, misses = after["hits"] - stats_before["hits"], after["misses"] - stats_before["misses"]
@@ -822,7 +827,8 @@ def table_order() -> None:
     whole-piece lookup as ``ignore_merges``) with 2% of the merges listed just before their later
     part's, so that BPE runs them out of priority order; both fused. Also the same without cutting
     long pieces, and the reference path such vocabularies took before (``regex`` + ``heap``).
-    Unseen, one CPU, all four in one process taking turns document by document."""
+    Unseen, one CPU, one process: the three fused rows taking turns document by document, the
+    reference path timed apart."""
     from bpebench.algorithms.kernels.compiled import rank_order_break
     from bpebench.benchmarks import protocol
     from bpebench.properties.vocabularies import as_merge_list, break_merge_order
@@ -854,8 +860,9 @@ def table_order() -> None:
         fast_pipeline.crossing_set = crossing_set
     functions = {"out of order, fused": shaped_fused.encode_ordinary,
                  "out of order, no cutting": uncut.encode_ordinary,
-                 "out of order, regex + heap (before)": Tokenizer(shaped, algorithm="heap").encode_ordinary,
                  "o200k, fused": Tokenizer(base).encode_ordinary}
+    # timed apart: 50 times slower, it would evict every table between the others' documents
+    before = {"out of order, regex + heap (before)": Tokenizer(shaped, algorithm="heap").encode_ordinary}
 
     def check(name: str, result: object, first: object) -> None:
         if name.startswith("out of order") and result != first:
@@ -866,6 +873,7 @@ def table_order() -> None:
     for kind in protocol.KINDS:
         text_stream = protocol.stream(kind)
         seconds = protocol.time_unseen(functions, text_stream, check)
+        seconds.update(protocol.time_unseen(before, text_stream))
         rates = "  ".join(f"{name} {protocol.mb_per_s(text_stream.measured_bytes, t):.1f}"
                           for name, t in seconds.items())
         print(f"  {kind:13s} {rates}  ratio {seconds['o200k, fused'] / seconds['out of order, fused']:.2f}"

@@ -139,6 +139,27 @@ def test_thread_ceiling_adds_the_fastest_cpus_speeds():
     assert thread_ceiling({}, 2) is None
 
 
+@pytest.mark.parametrize("n", range(1, 9))
+def test_balanced_orders_put_each_after_every_other_equally_often(n):
+    """Every order a permutation; each item in each position, and each ordered pair of neighbours,
+    equally often (counted by hand below). A rotation of one order fails the second count from three
+    items on: each item always follows the same one."""
+    from collections import Counter
+
+    from bpebench.benchmarks.protocol import balanced_orders
+
+    orders = balanced_orders(n)
+    assert len(orders) == (n if n % 2 == 0 else 2 * n)
+    assert all(sorted(order) == list(range(n)) for order in orders)
+    positions = Counter((item, i) for order in orders for i, item in enumerate(order))
+    assert set(positions.values()) == {len(orders) // n} and len(positions) == n * n
+    pairs = Counter(pair for order in orders for pair in zip(order, order[1:]))
+    assert len(pairs) == n * (n - 1) and len(set(pairs.values())) <= 1
+    rotations = [list(range(i, n)) + list(range(i)) for i in range(n)]
+    rotated = Counter(pair for order in rotations for pair in zip(order, order[1:]))
+    assert (len(rotated) == n * (n - 1)) == (n <= 2)
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
 def test_cpu_speeds_visits_every_allowed_cpu_and_restores_the_affinity():
     from bpebench.benchmarks.protocol import cpu_speeds
