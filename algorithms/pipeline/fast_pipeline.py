@@ -1307,8 +1307,9 @@ class FusedPipeline:
         (cumulative) into parts that are split and encoded on the thread that takes them
         (:mod:`.parallel_split`) and joined (:meth:`joined_parts`): a list (int32 with ``as_array``),
         or None when the splitter has no transducer or some part's check fails (then
-        :meth:`split_parts` has the answer). A part's split and its pieces' BPE follow each other on one core, so its piece ends
-        are read from the core's caches, and no thread waits for another's split."""
+        :meth:`split_parts` has the answer). A part's split and its pieces' BPE follow each other on
+        one core, so its piece ends are read from the core's caches, and no thread waits for
+        another's split."""
         from .parallel_split import character_start, part_ends, part_start
 
         splitter = self.splitter

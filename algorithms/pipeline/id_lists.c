@@ -455,6 +455,16 @@ SPAN_TO_UTF8(Py_UCS1)
 SPAN_TO_UTF8(Py_UCS2)
 SPAN_TO_UTF8(Py_UCS4)
 
+/* ``args[1]`` and ``args[2]`` as sizes (a span's ends); -1, an exception set, when one is not an int */
+static int two_sizes(PyObject *const *args, Py_ssize_t *a, Py_ssize_t *b)
+{
+    *a = PyLong_AsSsize_t(args[1]);
+    if (*a == -1 && PyErr_Occurred())
+        return -1;
+    *b = PyLong_AsSsize_t(args[2]);
+    return *b == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* utf8_span(text, start, end) -> bytes or None: text[start:end].encode("utf-8") without the slice,
    converted with the GIL released (a str never changes, and the argument keeps it alive), so that
    threads that each take a part of one long text convert their parts at the same time. None when
@@ -466,13 +476,8 @@ static PyObject *utf8_span(PyObject *Py_UNUSED(module), PyObject *const *args, P
         return NULL;
     }
     PyObject *text = args[0];
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
-    if (start == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    if (end == -1 && PyErr_Occurred())
-        return NULL;
-    if (PyUnicode_READY(text) < 0)
+    Py_ssize_t start, end;
+    if (two_sizes(args, &start, &end) < 0 || PyUnicode_READY(text) < 0)
         return NULL;
     Py_ssize_t length = PyUnicode_GET_LENGTH(text);
     if (start < 0 || end < start || end > length) {
@@ -528,11 +533,8 @@ static PyObject *utf8_texts(PyObject *Py_UNUSED(module), PyObject *const *args, 
         return NULL;
     }
     PyObject *texts = args[0];
-    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
-    if (first == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t last = PyLong_AsSsize_t(args[2]);
-    if (last == -1 && PyErr_Occurred())
+    Py_ssize_t first, last;
+    if (two_sizes(args, &first, &last) < 0)
         return NULL;
     if (first < 0 || last < first || last > PyList_GET_SIZE(texts)) {
         PyErr_Format(PyExc_ValueError, "texts %zd:%zd are not within the list's %zd", first, last,

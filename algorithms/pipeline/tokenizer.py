@@ -410,10 +410,10 @@ class Tokenizer:
 
     def _encoded_parts(self, normalized: str, threads: int, as_array: bool, screen: bytes | None = None):
         """The ids of a long normalized text cut at pre-token boundaries (``_parts``), each part made
-        UTF-8 and encoded on the thread that takes it, joined in order as they come in (``FusedPipeline.joined_parts``):
-        int32 (``as_array``) or a list, whose parts are built on their threads while another thread
-        runs its next kernel. With ``screen`` (two bytes), None as soon as a
-        part's UTF-8 holds them (that part and those not yet started are not encoded)."""
+        UTF-8 and encoded on the thread that takes it, joined in order as they come in
+        (``FusedPipeline.joined_parts``): int32 (``as_array``) or a list, whose parts are built on
+        their threads while another thread runs its next kernel. With ``screen`` (two bytes), None
+        as soon as a part's UTF-8 holds them (that part and those not yet started are not encoded)."""
         fused = self._fused
         find_pair = fused.find_pair
         spans = self._parts(normalized, threads)
