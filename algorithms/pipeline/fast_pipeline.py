@@ -140,7 +140,6 @@ numba API::
 from __future__ import annotations
 
 import functools
-import operator
 import threading
 from typing import Callable, NamedTuple, Sequence
 
@@ -1342,7 +1341,7 @@ class FusedPipeline:
             return np.zeros(0, dtype=np.int32) if as_array else []
         if not as_array:
             return run_folded(part, items, threads, self.move_items)
-        arrays = run_folded(lambda item: _listed(part(item)), items, threads, operator.add)
+        arrays = run_folded(lambda item: _listed(part(item)), items, threads, _extended)
         return None if arrays is None else np.concatenate(arrays)
 
     def _encode_part(self, part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
@@ -1563,6 +1562,11 @@ class FusedPipeline:
 
 def _listed(ids: np.ndarray | None) -> list[np.ndarray] | None:
     return None if ids is None else [ids]
+
+
+def _extended(arrays: list[np.ndarray], more: list[np.ndarray]) -> list[np.ndarray]:
+    arrays.extend(more)  # in place: ``+`` would copy the list for every part
+    return arrays
 
 
 class _DirectCall:
