@@ -163,16 +163,20 @@ def test_tricky_strings_over_their_characters(text):
 _LETTER = regex.compile(r"\p{L}")
 
 
+_NUMBER = regex.compile(r"\p{N}")
+
+
 def check_letters(text: str) -> None:
-    """The byte-level split of text whose non-ASCII characters are letters (and, for o200k and
-    Tekken, marks that continue a letter run) equals ``regex``'s, and exactly the other texts are
-    refused."""
+    r"""The byte-level split of text whose non-ASCII characters are letters, whitespace or
+    punctuation (for o200k and Tekken, marks only where they continue a letter run) equals
+    ``regex``'s, and exactly the other texts are refused: non-ASCII numbers (``\p{N}{1,3}`` counts
+    characters) and the long s (``(?i:'s)`` folds it)."""
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     stage1, stage2 = get_tables()
     for name, pattern_id in PATTERN_IDS.items():
         cased = name in ("o200k", "tekken")
-        refused = any(ord(c) > 127 and (not (_LETTER.match(c) or (cased and _MARK.match(c))) or c == "\u017f")
-                      for c in text) or (cased and backs_off(text))
+        refused = any(ord(c) > 127 and (_NUMBER.match(c) or c == "\u017f") for c in text) \
+            or (cased and backs_off(text))
         got = piece_ends_letters(data, pattern_id, stage1, stage2).tolist()
         if refused:
             assert got == [], (name, text)
@@ -189,13 +193,24 @@ LETTERS = list("\u00e9\u00c9\u0416\u0436\u03a3\u03c3\u0130\u01c5\u1e9e\U0001d400
 
 
 @settings(max_examples=300)
-@given(st.text(alphabet=st.sampled_from(ALPHABET + LETTERS + NON_ASCII[:6]), max_size=200))
-def test_text_split_over_its_bytes_when_its_other_characters_are_letters(text):
+@given(st.text(alphabet=st.sampled_from(ALPHABET + LETTERS + NON_ASCII), max_size=200))
+def test_text_split_over_its_bytes_unless_it_holds_a_number_or_long_s(text):
+    check_letters(text)
+
+
+#: whitespace and punctuation of two, three and four bytes (``\u0085`` and ``\u2028`` are ``\s`` but
+#: not ``[\r\n]``)
+OTHERS = list("\u00a0\u3000\u2028\u0085\u2019\u201c\u2014\u00bf\u2026\U0001f600\U0001d15e")
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(ALPHABET + LETTERS[:6] + OTHERS), max_size=120))
+def test_whitespace_and_punctuation_of_several_bytes_split_over_their_bytes(text):
     check_letters(text)
 
 
 @settings(max_examples=100)
-@given(st.lists(st.tuples(st.sampled_from(ALPHABET + LETTERS), st.sampled_from([1, 1, 2, 3, 21, 32, 64, 70])),
+@given(st.lists(st.tuples(st.sampled_from(ALPHABET + LETTERS + OTHERS), st.sampled_from([1, 1, 2, 3, 21, 32, 64, 70])),
                 max_size=30))
 def test_letters_of_several_bytes_cross_the_words_of_the_bitmaps(parts):
     check_letters("".join(char * count for char, count in parts))
@@ -207,7 +222,12 @@ def test_letters_of_several_bytes_cross_the_words_of_the_bitmaps(parts):
                                            "\u30fcA\u30fc", "\u3042A\u3042", "AB\u3042AB", "\u30fcA\u30fcA",
                                            "x\u0301", " \u0301x", "1\u0301", "\u0301", "\u4e2d\u56fd'S \u4e2d'll",
                                            "\u0e01\u0e48\u0e32 \u0e01\u0e48", "\u00c9\u0301COLE", "a\u0301\u0301B",
-                                           "\u3042" * 63 + "A", "a" * 63 + "\u0301", " " * 63 + "\u0301"])
+                                           "\u3042" * 63 + "A", "a" * 63 + "\u0301", " " * 63 + "\u0301",
+                                           "a\u2014word \u2014word  \u2014word \u2014\u2014word !\u2014word \u2014's",
+                                           "a\u00a0word a \u00a0word a\u00a0\u00a0(x \u00a0\n\u00a0y\n\u00a0z end\u00a0\u00a0",
+                                           "don\u2019t \u201cquoted\u201d e\u0301x \u0301x \u00bfQu\u00e9? \u3000\u3000\u4e2d",
+                                           "!\n\u2014word \u00a0\u2014word x\u2026\n\u2026y \U0001f600x \U0001f600\U0001f600 x",
+                                           "\u2014" * 30 + "x", "a" * 62 + "\u2014b", "a" * 63 + "\u00a0b", " " * 61 + "\u3000x"])
 def test_tricky_strings_over_their_bytes(text):
     check_letters(text)
 

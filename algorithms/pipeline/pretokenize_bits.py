@@ -40,9 +40,10 @@ in ``X``:
 gpt2 (`` ?\\p{L}++| ?\\p{N}++| ?P++|\\s++$|\\s+(?!\\S)|\\s``) has a space as its only prefix and no
 ``[\\r\\n]`` rules. Exact: the same pieces as ``regex.findall`` with the six patterns on ASCII text
 (hypothesis, every ASCII character, and the benchmark corpora). Text whose non-ASCII characters
-are all letters (or marks after letters) is split over its bytes the same way
-(:func:`letter_bitmaps`: each byte of such a letter carries the letter's case bit); other text over
-its characters (:func:`class_bitmaps`). o200k's and Tekken's letters in both case classes split as
+are letters, whitespace or punctuation (not numbers) is split over its bytes the same way
+(:func:`letter_bitmaps`: each byte of such a character carries its class; the starts that rules
+of one character put inside a whitespace or punctuation character of several bytes are corrected
+after, ``_other_characters``); other text over its characters (:func:`class_bitmaps`). o200k's and Tekken's letters in both case classes split as
 lower-case ones except right before an upper-case letter, where such a text goes to the general
 pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe and per non-ASCII
 character.
@@ -50,8 +51,8 @@ character.
 numba API::
 
     ascii_bitmaps(data, start, end) -> (bitmaps uint64[(end - start) // 64 + 2, 8], all ASCII?)
-    letter_bitmaps(data, start, end, stage1, stage2, pattern_id) -> (the same over bytes, accepted?)
-    piece_starts(data, start, n, bitmaps, pattern_id) -> uint64[(n + 63) // 64 + 1] start bitmap
+    letter_bitmaps(data, start, end, stage1, stage2, pattern_id) -> (the same over bytes, REFUSED / LETTERS / OTHERS)
+    piece_starts(data, start, n, bitmaps, pattern_id, cls, others) -> uint64[(n + 63) // 64 + 1] start bitmap
 """
 
 from __future__ import annotations
@@ -170,19 +171,27 @@ def _is_ascii_letter(b):
     return 97 <= (np.int64(b) | 32) <= 122
 
 
+#: what :func:`letter_bitmaps_into` found: the text must be split over its characters; every
+#: non-ASCII character is a letter; some are whitespace or punctuation (``piece_starts`` then moves
+#: the starts that single-character rules put inside them)
+REFUSED, LETTERS, OTHERS = 0, 1, 2
+
+
 @njit(cache=True)
 def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
-    """(bitmaps, whether the text may be split over its bytes): :func:`letter_bitmaps_into` into new bitmaps."""
+    """(bitmaps, :data:`REFUSED`, :data:`LETTERS` or :data:`OTHERS`): :func:`letter_bitmaps_into` into new bitmaps."""
     bitmaps = np.empty((bitmap_rows(end - start), _ROW), dtype=np.uint64)
     return bitmaps, letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps)
 
 
 @njit(cache=True, _nrt=False)
 def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
-    r"""The bitmaps of :func:`ascii_bitmaps` over the *bytes* of ``data[start:end]`` when every
-    non-ASCII character in it is a letter, or for o200k and Tekken a mark that continues a letter
-    run, and none is the long s (``(?i:'s)`` folds it): each byte of such a character carries its
-    case bit. Else (``False``) the caller splits over characters.
+    r"""The bitmaps of :func:`ascii_bitmaps` over the *bytes* of ``data[start:end]`` when no
+    non-ASCII character in it is a number, none is the long s (``(?i:'s)`` folds it) and, for o200k
+    and Tekken, every mark continues a letter run: each byte of a letter carries its case bit, each
+    byte of a whitespace character the whitespace bit, and punctuation none. Returns
+    :data:`LETTERS` when every non-ASCII character is a letter (or such a mark), :data:`OTHERS` when
+    some are whitespace or punctuation, else :data:`REFUSED` (the caller splits over characters).
 
     For o200k and Tekken, ``\p{Lm}``, ``\p{Lo}`` and ``\p{M}`` are in both case classes of
     ``[UP]*[LO]+``; they split as lower-case letters do except where one of them comes right before
@@ -195,9 +204,15 @@ def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
     character (the optional prefix before a word, ``' '`` before punctuation, whitespace before a
     line feed, the apostrophe's letters) then meets an ASCII character, which is one byte. So
     European text with a few accented letters, or Cyrillic and Greek, skips decoding every
-    character into class words and their byte offsets (``utf8_classes``). Ill-formed UTF-8 is
-    refused too (the general pre-tokenizer defines it)."""
+    character into class words and their byte offsets (``utf8_classes``). A whitespace or
+    punctuation character of several bytes is a run of such positions too, which only the rules that
+    take one character can tell apart from the character itself; :func:`piece_starts` corrects what
+    they did at each one (``_other_characters``), so prose with curly quotes, dashes or no-break
+    spaces splits over its bytes as well. Ill-formed UTF-8 is refused too (the general pre-tokenizer
+    defines it)."""
     _clear_rows(bitmaps, bitmap_rows(end - start))
+    found = LETTERS
+    spill = _ZERO  # bytes of a whitespace or punctuation character begun in the row before
     cased = pattern_id == O200K or pattern_id == TEKKEN
     letter_end = both_end = np.int64(-1)  # where the last non-ASCII letter (and the last in both classes) ends
     k = 0
@@ -213,6 +228,7 @@ def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
         # the letters' bits, gathered in registers and written once per row (a read-modify-write of
         # the row per letter waited on the one before)
         upper_here = upper_next = lower_here = lower_next = _ZERO
+        space_here = space_next = other_here = other_next = _ZERO
         while leads != 0:  # the characters that start in this row (their bytes may run into the next)
             j = cttz(leads)
             leads &= leads - _ONE
@@ -235,39 +251,52 @@ def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
                 high = 0x8F if b0 == 0xF4 else 0xBF
                 cp = b0 & 0x07
             else:
-                return False
+                return REFUSED
             if p + length > end:
-                return False
+                return REFUSED
             b1 = np.int64(data[p + 1])
             if b1 < low or b1 > high:
-                return False
+                return REFUSED
             cp = (cp << 6) | (b1 & 0x3F)
             for q in range(p + 2, p + length):
                 b = np.int64(data[q])
                 if (b & 0xC0) != 0x80:
-                    return False
+                    return REFUSED
                 cp = (cp << 6) | (b & 0x3F)
             c = np.int64(stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)])
             # Lm, Lo and marks are in both of o200k's case classes: they split like lower-case letters
             # unless one comes right before an upper-case letter (``[UP]*[LO]+`` backs off there); a
             # mark is no letter, so it must continue a letter run (else it is punctuation)
             upper = cased and (c & F_UP) != 0
+            other = False
             if upper and (c & F_LO) != 0:
                 # a mark right after a non-ASCII letter passes without a branch on "is it a mark" (Thai
                 # and Bengali alternate letters and marks unpredictably)
                 if np.int64((c & F_L) == 0) & np.int64(p != letter_end):
                     if not (p > start and _is_ascii_letter(data[p - 1])):
-                        return False
+                        return REFUSED
                 if p + length < end and 65 <= data[p + length] <= 90:
-                    return False
+                    return REFUSED
                 upper = False
                 both_end = p + length
-            elif (c & F_L) == 0 or cp == 0x17F or (upper and p == both_end):
-                return False
-            letter_end = p + length
+            elif (c & F_L) == 0:  # whitespace or punctuation (a mark too but for o200k and Tekken)
+                if (c & F_N) != 0:  # ``\p{N}{1,3}`` counts characters
+                    return REFUSED
+                other = True
+            elif cp == 0x17F or (upper and p == both_end):
+                return REFUSED
             span = (_ONE << np.uint64(length)) - _ONE
             here = span << np.uint64(j)
             after = (span >> np.uint64(64 - j)) if j + length > 64 else _ZERO
+            if other:
+                found = OTHERS
+                other_here |= here
+                other_next |= after
+                if (c & F_WS) != 0:
+                    space_here |= here
+                    space_next |= after
+                continue
+            letter_end = p + length
             if upper:
                 upper_here |= here
                 upper_next |= after
@@ -278,13 +307,16 @@ def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
         bitmaps[k, B_LOWER] |= lower_here
         bitmaps[k + 1, B_UPPER] |= upper_next
         bitmaps[k + 1, B_LOWER] |= lower_next
-        # every byte of the row above 127 now belongs to a letter (a continuation byte with no lead
-        # before it is ill-formed)
-        if (non_ascii & ~(bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER])) != 0:
-            return False
+        bitmaps[k, B_SPACE] |= space_here
+        bitmaps[k + 1, B_SPACE] |= space_next
+        # every byte of the row above 127 now belongs to a character that began at a lead byte (a
+        # continuation byte with no lead before it is ill-formed)
+        if (non_ascii & ~(bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER] | other_here | spill)) != 0:
+            return REFUSED
+        spill = other_next
         i += 64
         k += 1
-    return True
+    return found
 
 
 @njit(cache=True)
@@ -397,13 +429,15 @@ def _final_whitespace(bitmaps, words, final):
 
 
 @njit(cache=True)
-def piece_starts(data, start, n, bitmaps, pattern_id, cls):
+def piece_starts(data, start, n, bitmaps, pattern_id, cls, others):
     """The bitmap of positions where a piece starts, for ``pattern_id``: one uint64 per 64 positions
     and a zero word after them; position 0 is always set (for n > 0). The positions are bytes of
-    the ASCII text ``data[start:start+n]`` (``ascii_bitmaps``; ``cls`` empty), or the ``n``
-    characters whose class words are ``cls`` (``class_bitmaps``)."""
+    the text ``data[start:start+n]`` (``ascii_bitmaps`` or ``letter_bitmaps``; ``cls`` empty; ``others``
+    when that found whitespace or punctuation of several bytes), or the ``n`` characters whose class
+    words are ``cls`` (``class_bitmaps``)."""
     starts = np.empty(start_words(n), dtype=np.uint64)
-    piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, np.empty(start_words(n), dtype=np.uint64))
+    piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, np.empty(start_words(n), dtype=np.uint64),
+                      others)
     return starts
 
 
@@ -414,7 +448,7 @@ def start_words(n):
 
 
 @njit(cache=True, _nrt=False)
-def piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, final):
+def piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, final, others):
     """:func:`piece_starts` written into ``starts`` (at least ``start_words(n)`` words), with ``final`` (as
     many) as scratch. Allocates nothing."""
     words = (n + 63) >> 6
@@ -430,6 +464,54 @@ def piece_starts_into(data, start, n, bitmaps, pattern_id, cls, starts, final):
         if pattern_id == CL100K:
             _whitespace_to_end(bitmaps, n, starts)
     _contractions(data, start, n, bitmaps, pattern_id, starts, cls)
+    if others:
+        _other_characters(data, start, n, bitmaps, pattern_id, starts)
+
+
+@njit(cache=True, _nrt=False)
+def _other_characters(data, start, n, bitmaps, pattern_id, starts):
+    r"""Over bytes, a whitespace or punctuation character of several bytes is a run of as many
+    positions of its class, and two rules that take one character then differ from ``regex``:
+
+    * whitespace: ``\s+(?!\S)`` leaves the run's last character to the next piece, and a word takes
+      the character before it as a prefix; both put a start at the character's last byte, which
+      belongs at its first (the start moves there; if the character began a piece already, the two
+      are one);
+    * punctuation (not in gpt2, whose only prefix is ``' '``): a word takes the punctuation character
+      before it as its prefix when that character starts a piece, but over bytes that character is a
+      run of several, so its last byte never starts one: when a piece starts at the character and a
+      letter follows it, the word's own start goes.
+
+    Every other rule sees a run of one class either way. O(1) per such character, found from the lead
+    bytes that no letter covers."""
+    prefix = pattern_id != GPT2
+    size = data.shape[0]
+    for k in range((n + 63) >> 6):
+        i = start + (k << 6)
+        if i + 64 <= size:
+            leads = ascii_masks(data, i)[MASK_LEAD]
+        else:
+            leads = _ZERO
+            for j in range(size - i):
+                if data[i + j] >= 192:
+                    leads |= _ONE << np.uint64(j)
+        leads &= _valid(n, k) & ~(bitmaps[k, B_UPPER] | bitmaps[k, B_LOWER])
+        while leads != 0:
+            a = (k << 6) + cttz(leads)
+            leads &= leads - _ONE
+            lead = data[start + a]
+            b = a + (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4)
+            if _bit(bitmaps[:, B_SPACE], a) != 0:
+                moved = False
+                for q in range(a + 1, b):
+                    if _bit(starts, q) != 0:
+                        _clear(starts, q)
+                        moved = True
+                if moved:
+                    _set(starts, a)
+            elif prefix and b < n and _bit(starts, a) != 0 \
+                    and (_bit(bitmaps[:, B_UPPER], b) | _bit(bitmaps[:, B_LOWER], b)) != 0:
+                _clear(starts, b)
 
 
 @njit(cache=True, _nrt=False)
@@ -618,7 +700,7 @@ def piece_ends_ascii(data, pattern_id):
     bitmaps, ascii_only = ascii_bitmaps(data, 0, n)
     if not ascii_only:
         return np.zeros(0, dtype=np.int64)
-    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES), n, _NO_OFFSETS)
+    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES, False), n, _NO_OFFSETS)
 
 
 @njit(cache=True, inline="always")
@@ -652,7 +734,7 @@ def piece_ends_chars(data, pattern_id, stage1, stage2):
     bitmaps, easy = class_bitmaps(cls, pattern_id)
     if not easy:
         return np.zeros(0, dtype=np.int64)
-    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, cls), n, offsets)
+    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, cls, False), n, offsets)
 
 
 @njit(cache=True)
@@ -660,7 +742,7 @@ def piece_ends_letters(data, pattern_id, stage1, stage2):
     """All piece ends (byte offsets) of the UTF-8 text ``data`` split over its bytes with
     ``letter_bitmaps``, or an empty array when that refuses the text."""
     n = data.shape[0]
-    bitmaps, easy = letter_bitmaps(data, 0, n, stage1, stage2, pattern_id)
-    if not easy:
+    bitmaps, found = letter_bitmaps(data, 0, n, stage1, stage2, pattern_id)
+    if found == REFUSED:
         return np.zeros(0, dtype=np.int64)
-    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES), n, _NO_OFFSETS)
+    return _ends(piece_starts(data, 0, n, bitmaps, pattern_id, _NO_CLASSES, found == OTHERS), n, _NO_OFFSETS)
