@@ -232,6 +232,27 @@ def test_tricky_strings_over_their_bytes(text):
     check_letters(text)
 
 
+@pytest.mark.parametrize("prefix", [0, 1, 63, 64, 65, 127, 128, 200])
+def test_the_letters_pass_goes_on_where_the_ascii_pass_stopped(prefix):
+    from bpebench.algorithms.pipeline.pretokenize_bits import ascii_rows_into, bitmap_rows, letter_bitmaps_into
+
+    stage1, stage2 = get_tables()
+    rng = random.Random(prefix)
+    for tail in ["\u2014word", "caf\u00e9 \u00a0x", "\u4e2d\u6587\u3002" * 30, "\u0663", "x" * 70 + "\u201cq\u201d"]:
+        text = "".join(rng.choice("ab c\n.") for _ in range(prefix)) + tail
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        for pattern_id in PATTERN_IDS.values():
+            whole = np.full((bitmap_rows(len(data)), 8), 7, dtype=np.uint64)
+            expected = letter_bitmaps_into(data, 0, len(data), stage1, stage2, pattern_id, whole, 0)
+            resumed = np.full_like(whole, 7)
+            first_row = ascii_rows_into(data, 0, len(data), resumed)
+            assert first_row == next(i for i, b in enumerate(data) if b > 127) // 64
+            got = letter_bitmaps_into(data, 0, len(data), stage1, stage2, pattern_id, resumed, first_row)
+            assert got == expected, (text, pattern_id)
+            if got:
+                assert (resumed == whole).all(), (text, pattern_id)
+
+
 def test_ill_formed_utf8_is_refused_by_the_byte_split():
     stage1, stage2 = get_tables()
     for raw in [b"caf\xc3", b"\xc3\x28 x", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80abc",

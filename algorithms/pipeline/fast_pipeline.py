@@ -154,7 +154,7 @@ from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
 from ..kernels.cut_points import can_cut, crossing_set
-from .pretokenize_bits import (BITMAP_COLUMNS, LETTERS, OTHERS, REFUSED, ascii_bitmaps, ascii_bitmaps_into,
+from .pretokenize_bits import (BITMAP_COLUMNS, LETTERS, OTHERS, REFUSED, ascii_bitmaps, ascii_rows_into,
                                bitmap_rows, class_bitmaps, letter_bitmaps, letter_bitmaps_into, piece_starts,
                                piece_starts_into, start_words)
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
@@ -776,8 +776,9 @@ def _segment_over_bytes(plan, data, start, end, out, n_out, cache, span, chunk_i
     if length > span:
         return np.int64(-1)
     found = LETTERS
-    if not ascii_bitmaps_into(data, start, end, bitmaps):
-        found = letter_bitmaps_into(data, start, end, plan.stage1, plan.stage2, plan.pattern_id, bitmaps)
+    first_row = ascii_rows_into(data, start, end, bitmaps)
+    if first_row >= 0:  # the rows before it are ASCII: the letters' pass goes on from there
+        found = letter_bitmaps_into(data, start, end, plan.stage1, plan.stage2, plan.pattern_id, bitmaps, first_row)
         if found == REFUSED:
             return np.int64(-2)
     no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)

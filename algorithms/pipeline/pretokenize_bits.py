@@ -107,18 +107,25 @@ def ascii_bitmaps_into(data, start, end, bitmaps):
     """:func:`ascii_bitmaps` written into ``bitmaps`` (at least ``bitmap_rows(end - start)`` rows, which
     it clears first); returns whether every byte is ASCII. Allocates nothing (a call on a word spent
     more on allocations and reference counts than on its bytes)."""
+    return ascii_rows_into(data, start, end, bitmaps) < 0
+
+
+@njit(cache=True, inline="always")
+def ascii_rows_into(data, start, end, bitmaps):
+    """:func:`ascii_bitmaps_into`, returning -1 when every byte is ASCII, else the first row that holds
+    another (the rows before it are complete: ``letter_bitmaps_into`` may go on from there)."""
     _clear_rows(bitmaps, bitmap_rows(end - start))
     k = 0
     i = start
     while i + 64 <= end:
         masks = ascii_masks(data, i)
         if masks[MASK_NON_ASCII] != 0:
-            return False
+            return k
         _full_row(masks, bitmaps, k)
         i += 64
         k += 1
     non_ascii, _ = _partial_row(data, i, end, bitmaps, k)
-    return non_ascii == 0
+    return -1 if non_ascii == 0 else k
 
 
 @njit(cache=True, inline="always")
@@ -181,11 +188,11 @@ REFUSED, LETTERS, OTHERS = 0, 1, 2
 def letter_bitmaps(data, start, end, stage1, stage2, pattern_id):
     """(bitmaps, :data:`REFUSED`, :data:`LETTERS` or :data:`OTHERS`): :func:`letter_bitmaps_into` into new bitmaps."""
     bitmaps = np.empty((bitmap_rows(end - start), _ROW), dtype=np.uint64)
-    return bitmaps, letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps)
+    return bitmaps, letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps, 0)
 
 
 @njit(cache=True, _nrt=False)
-def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
+def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps, first_row):
     r"""The bitmaps of :func:`ascii_bitmaps` over the *bytes* of ``data[start:end]`` when no
     non-ASCII character in it is a number, none is the long s (``(?i:'s)`` folds it) and, for o200k
     and Tekken, every mark continues a letter run: each byte of a letter carries its case bit, each
@@ -209,14 +216,16 @@ def letter_bitmaps_into(data, start, end, stage1, stage2, pattern_id, bitmaps):
     take one character can tell apart from the character itself; :func:`piece_starts` corrects what
     they did at each one (``_other_characters``), so prose with curly quotes, dashes or no-break
     spaces splits over its bytes as well. Ill-formed UTF-8 is refused too (the general pre-tokenizer
-    defines it)."""
-    _clear_rows(bitmaps, bitmap_rows(end - start))
+    defines it). From row ``first_row`` on: the rows before it hold ASCII bytes and are done, the
+    others are clear (``ascii_rows_into`` stopped there); 0 clears them all first."""
+    if first_row == 0:
+        _clear_rows(bitmaps, bitmap_rows(end - start))
     found = LETTERS
     spill = _ZERO  # bytes of a whitespace or punctuation character begun in the row before
     cased = pattern_id == O200K or pattern_id == TEKKEN
     letter_end = both_end = np.int64(-1)  # where the last non-ASCII letter (and the last in both classes) ends
-    k = 0
-    i = start
+    k = first_row
+    i = start + (first_row << 6)
     while i < end:
         if i + 64 <= end:
             masks = ascii_masks(data, i)
