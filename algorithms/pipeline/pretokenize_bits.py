@@ -43,9 +43,9 @@ gpt2 (`` ?\\p{L}++| ?\\p{N}++| ?P++|\\s++$|\\s+(?!\\S)|\\s``) has a space as its
 are letters, whitespace or punctuation (not numbers) is split over its bytes the same way
 (:func:`letter_bitmaps`: each byte of such a character carries its class; the starts that rules
 of one character put inside a whitespace or punctuation character of several bytes are corrected
-after, ``_other_characters``); other text over its characters (:func:`class_bitmaps`). o200k's and Tekken's letters in both case classes split as
-lower-case ones except right before an upper-case letter, where such a text goes to the general
-pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe and per non-ASCII
+after, ``_other_characters``); other text over its characters (:func:`class_bitmaps`). o200k's
+and Tekken's letters in both case classes split as lower-case ones except right before an
+upper-case letter, where such a text goes to the general pre-tokenizer. Complexity: O(n / 64) word operations plus O(1) per apostrophe and per non-ASCII
 character.
 
 numba API::
