@@ -154,9 +154,8 @@ from ..kernels.compiled import bytes_lookup, fnv1a, rank_order_break
 from ..kernels.matching import Matcher, spelled_token
 from ..kernels.bits import cttz, load_u64, prefetch
 from ..kernels.cut_points import can_cut, crossing_set
-from .pretokenize_bits import (BITMAP_COLUMNS, LETTERS, OTHERS, REFUSED, ascii_bitmaps, ascii_rows_into,
-                               bitmap_rows, class_bitmaps, letter_bitmaps, letter_bitmaps_into, piece_starts,
-                               piece_starts_into, start_words)
+from .pretokenize_bits import (BITMAP_COLUMNS, LETTERS, OTHERS, REFUSED, ascii_rows_into, bitmap_rows,
+                               class_bitmaps, letter_bitmaps_into, piece_starts, piece_starts_into, start_words)
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
 from ..kernels.interleaved_merge import (END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens,
                                          merge_pieces_interleaved)
@@ -832,11 +831,12 @@ def _encode_over_bytes(plan, data, text_offsets, text, start, out, n_out, out_of
 def _byte_bitmaps(plan, data, start, end):
     """(new bitmaps over the bytes of ``data[start:end]``, ``REFUSED``, ``LETTERS`` or ``OTHERS``):
     ASCII text, or text whose other characters are letters, whitespace or punctuation
-    (``letter_bitmaps``)."""
-    bitmaps, ascii_only = ascii_bitmaps(data, start, end)
-    if ascii_only:
+    (``letter_bitmaps_into``, going on from the first row that is not ASCII)."""
+    bitmaps = np.empty((bitmap_rows(end - start), BITMAP_COLUMNS), dtype=np.uint64)
+    first_row = ascii_rows_into(data, start, end, bitmaps)
+    if first_row < 0:
         return bitmaps, LETTERS
-    return letter_bitmaps(data, start, end, plan.stage1, plan.stage2, plan.pattern_id)
+    return bitmaps, letter_bitmaps_into(data, start, end, plan.stage1, plan.stage2, plan.pattern_id, bitmaps, first_row)
 
 
 @njit(cache=True)
