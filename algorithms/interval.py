@@ -83,14 +83,15 @@ class _BacktrackingView(NamedTuple):
     pair_filter: np.ndarray
     two_byte_start: np.ndarray
     pair_floor: np.ndarray
+    boundary_sigs: np.ndarray
 
 
 @njit(cache=True)
-def _count_slice(cells, rows, pairs, pair_filter, two_byte_start, pair_floor, data, i, j, dead, out):
+def _count_slice(cells, rows, pairs, pair_filter, two_byte_start, pair_floor, boundary_sigs, data, i, j, dead, out):
     """Count ``data[i:j]`` by encoding it. Plain array arguments: numba's dispatch is several
     times cheaper for them than for the nested Matcher tuple, and short slices are all
     dispatch."""
-    view = _BacktrackingView(Trie(cells), rows, pairs, pair_filter, two_byte_start, pair_floor)
+    view = _BacktrackingView(Trie(cells), rows, pairs, pair_filter, two_byte_start, pair_floor, boundary_sigs)
     return backtrack_piece(view, data, i, j, dead, out, 0)  # it clears its dead marks itself
 
 
@@ -214,7 +215,7 @@ class IntervalEncoding:
         dead, out = self._scratch
         m = self._matcher
         return _count_slice(m.forward.cells, m.rows, m.pairs, m.pair_filter, m.two_byte_start, m.pair_floor,
-                            self.data, i, j, dead, out)
+                            m.boundary_sigs, self.data, i, j, dead, out)
 
     def _slow_encode(self, i: int, j: int) -> list[int]:
         if self._backtracking is None:

