@@ -760,29 +760,30 @@ def boundary_signatures(rows: np.ndarray, token_bytes: np.ndarray, token_start: 
 def _fill_signatures(rows, right_start, right_partner, right_rank, left_start, left_partner, left_rank):
     n = rows.shape[0]
     sigs = np.zeros((n, 4), dtype=np.uint64)
-    never = np.int64(1) << 40
     for t in range(n):
-        partners = spine = np.uint64(0)
-        life, x = never, np.int64(t)
-        while x >= 0:
-            for k in range(right_start[x], right_start[x + 1]):
-                if right_rank[k] >= life:
-                    break
-                partners |= _sig_bit(right_partner[k], _SIG_RIGHT_HASH)
-            spine |= _sig_bit(x, _SIG_LEFT_HASH)
-            life, x = np.int64(rows[x, 0]), np.int64(rows[x, 2])
-        sigs[t, SIG_RIGHT_PARTNERS], sigs[t, SIG_RIGHT_SPINE] = partners, spine
-        partners = spine = np.uint64(0)
-        life, y = never, np.int64(t)
-        while y >= 0:
-            for k in range(left_start[y], left_start[y + 1]):
-                if left_rank[k] > life:  # at its lifetime too: the same pair, to the left, goes first
-                    break
-                partners |= _sig_bit(left_partner[k], _SIG_LEFT_HASH)
-            spine |= _sig_bit(y, _SIG_RIGHT_HASH)
-            life, y = np.int64(rows[y, 0]), np.int64(rows[y, 1])
-        sigs[t, SIG_LEFT_PARTNERS], sigs[t, SIG_LEFT_SPINE] = partners, spine
+        sigs[t, SIG_RIGHT_PARTNERS], sigs[t, SIG_RIGHT_SPINE] = _spine_words(
+            rows, t, 2, right_start, right_partner, right_rank, _SIG_RIGHT_HASH, _SIG_LEFT_HASH, 0)
+        # a left part meets its partners at its lifetime too: the same pair, to the left, goes first
+        sigs[t, SIG_LEFT_PARTNERS], sigs[t, SIG_LEFT_SPINE] = _spine_words(
+            rows, t, 1, left_start, left_partner, left_rank, _SIG_LEFT_HASH, _SIG_RIGHT_HASH, 1)
     return sigs
+
+
+@njit(cache=True, inline="always")
+def _spine_words(rows, t, side, start, partner, rank, partner_hash, part_hash, at_lifetime):
+    """(the bits of the partners that meet ``t``'s spine along column ``side`` of ``rows`` below each
+    part's lifetime, plus ``at_lifetime``; the bits of the spine's parts). ``partner[start[x]:start[x +
+    1]]`` are ``x``'s partners by increasing ``rank``."""
+    partners = spine = np.uint64(0)
+    life, x = np.int64(1) << 40, np.int64(t)  # ``t`` itself lives for ever
+    while x >= 0:
+        for k in range(start[x], start[x + 1]):
+            if rank[k] >= life + at_lifetime:
+                break
+            partners |= _sig_bit(partner[k], partner_hash)
+        spine |= _sig_bit(x, part_hash)
+        life, x = np.int64(rows[x, 0]), np.int64(rows[x, side])
+    return partners, spine
 
 
 @njit(cache=True, inline="always")
@@ -795,7 +796,8 @@ def no_live_crossing(sigs, a, b, a_last_byte, b_first_byte):
     ``b``'s first byte, ``x`` ends with ``a``'s last). No merge table is read; on unseen CJK, kana and
     Thai text it settles 88% of the pairs backtracking checks (the rows' floors, ``safe_boundary``, 32%)."""
     return ((a_last_byte & 0xC0) == 0x80 and b_first_byte >= 0xC2
-            and ((sigs[a, 0] & sigs[b, 3]) == 0 or (sigs[b, 2] & sigs[a, 1]) == 0))
+            and ((sigs[a, SIG_RIGHT_PARTNERS] & sigs[b, SIG_LEFT_SPINE]) == 0
+                 or (sigs[b, SIG_LEFT_PARTNERS] & sigs[a, SIG_RIGHT_SPINE]) == 0))
 
 
 @njit(cache=True, inline="always")
