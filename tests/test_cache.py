@@ -93,6 +93,27 @@ def test_deleted_cache_is_rebuilt(small_tiktoken_file, cache_root, expected):
     assert isinstance(load(small_tiktoken_file, builds), cache.CachedVocabulary) and builds.count == 2
 
 
+def test_caches_of_vanished_sources_are_removed(small_tiktoken_file, tmp_path, cache_root, expected):
+    """A temporary file's cache can never be hit again once the file is gone (the key holds its
+    path and content); the next build removes it, and leaves caches of files that remain."""
+    copies = {}
+    for name in ("kept", "gone", "later"):
+        copies[name] = tmp_path / f"{name}.tiktoken"
+        shutil.copyfile(small_tiktoken_file, copies[name])
+    for name in ("kept", "gone"):
+        load(copies[name], Builds(copies[name]))
+    assert len(cache_files(cache_root)) == 2
+    copies["gone"].unlink()
+    assert len(cache_files(cache_root)) == 2  # nothing is scanned on a hit or a load of another
+    load(copies["later"], Builds(copies["later"]))
+    remaining = cache_files(cache_root)
+    assert len(remaining) == 2 and len(list(cache_root.glob("*.verified"))) == 2
+    kept = Builds(copies["kept"])
+    assert ids(load(copies["kept"], kept)) == expected and kept.count == 0  # still mapped, not rebuilt
+    regrown = Builds(copies["later"])
+    assert ids(load(copies["later"], regrown)) == expected and regrown.count == 0
+
+
 @pytest.mark.parametrize("damage", ["truncate-half", "truncate-last-byte", "header-byte", "magic", "empty"])
 def test_damaged_cache_is_detected_and_rebuilt(small_tiktoken_file, cache_root, expected, damage):
     builds = Builds(small_tiktoken_file)

@@ -28,7 +28,8 @@ modification time and sha256 (about 2 ms for o200k), and the size and
 modification time of the modules that define the stored layout
 (``kernels/compiled.py``, ``kernels/matching.py``, ``formats/``, this module).
 Change any of these and the key changes: the vocabulary is rebuilt, and older
-files for the same loader id are removed.
+files for the same loader id are removed, as are files whose source file no longer
+exists (the header records it), which no key can reach again.
 
 Damage: a file whose magic, header checksum, total size (truncation), key, array
 bounds, array shapes or array bytes do not check out is discarded (one line on
@@ -231,8 +232,9 @@ def _vocabulary_meta(vocab: Vocabulary) -> dict:
     }
 
 
-def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
-    """Compile ``vocab`` (tables and matcher) and write it to ``path`` atomically."""
+def write_cache(path: Path, key: str, vocab: Vocabulary, source: str | Path | None = None) -> None:
+    """Compile ``vocab`` (tables and matcher) and write it to ``path`` atomically; ``source``
+    (the file it was built from) is recorded so the file can go once that file is gone."""
     from ..kernels.compiled import compile_vocabulary
     from ..kernels.matching import build_matcher
     from ..kernels.short_piece import short_piece_tables
@@ -266,6 +268,8 @@ def write_cache(path: Path, key: str, vocab: Vocabulary) -> None:
         "format": FORMAT_VERSION, "key": key, "meta": _vocabulary_meta(vocab), "scalars": scalars,
         "types": types, "arrays": directory, "data_bytes": offset, "data_sha256": data_hash.hexdigest(),
     }
+    if source is not None:
+        header["source_file"] = os.path.abspath(source)
     data_start = 0
     while True:  # the header holds its own end; grow until the numbers fit
         header["data_start"] = data_start
@@ -476,6 +480,37 @@ def _remove_stale(path: Path) -> None:
                 pass
 
 
+def _source_file(header: dict) -> str | None:
+    """The absolute path of the file a cache was built from, when its header says."""
+    recorded = header.get("source_file")
+    if recorded is None:  # written before the field existed: the vocabulary's source, if a path
+        recorded = header.get("meta", {}).get("source")
+    return recorded if isinstance(recorded, str) and os.path.isabs(recorded) else None
+
+
+def _remove_orphans(directory: Path, keep: Path) -> None:
+    """Remove cache files whose source file no longer exists.
+
+    Their key holds the source's path, size, mtime and content, so they can never be read
+    again; without this, vocabularies loaded from temporary files (a test suite's, a
+    converter's output) would pile up, one file per temporary path. Reads only headers.
+    """
+    for other in directory.glob(f"*{_SUFFIX}"):
+        if other == keep:
+            continue
+        try:
+            with open(other, "rb") as f:
+                source = _source_file(_read_header(f, os.fstat(f.fileno()).st_size))
+        except (OSError, CacheDamaged, ValueError):
+            continue  # a damaged file is discarded when something reads it
+        if source is not None and not os.path.exists(source):
+            for doomed in (other, _stamp_path(other)):
+                try:
+                    doomed.unlink()
+                except OSError:
+                    pass
+
+
 def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vocabulary],
                       *, verify: bool | None = None) -> Vocabulary:
     """The vocabulary ``build()`` makes from the file ``source``, through the disk cache.
@@ -501,8 +536,9 @@ def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vo
         discard(path, str(exc) if isinstance(exc, CacheDamaged) else f"{type(exc).__name__}: {exc}")
     vocab = build()
     try:
-        write_cache(path, key, vocab)
+        write_cache(path, key, vocab, source)
         _remove_stale(path)
+        _remove_orphans(path.parent, path)
     except Exception:  # noqa: BLE001 - best effort: a read-only or full disk, or a vocabulary
         pass  # the compiled form cannot be built for (its problems() say why), is just not cached
     return vocab
