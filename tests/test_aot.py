@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpebench.algorithms.pipeline import aot, fast_pipeline
-from bpebench.algorithms.pipeline.fast_pipeline import (FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch,
+from bpebench.algorithms.pipeline.fast_pipeline import (SEGMENT_BYTES, FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch,
                                                        new_piece_cache, unsupported_reason)
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
@@ -163,17 +163,41 @@ def test_module_equals_jit_on_drawn_text(name, text, pipelines):
 @settings(max_examples=100, deadline=None)
 @given(text=pipeline_texts())
 def test_bytes_entry_point_equals_jit(name, text, pipelines):
-    """``encode_bytes`` (the text as a ``bytes`` object, its array made inside the module: what
-    ``encode_list`` calls) gives the JIT's ids and keeps no reference to the text."""
+    """``encode_bytes`` (the text as a ``bytes`` object, its array made inside the module, the
+    caller's scratch: what ``encode_list`` calls) gives the JIT's ids and keeps no reference to the
+    text; a scratch too short for the text is refused with the size it needs, and whatever an
+    earlier call left in the scratch changes nothing."""
     fp = pipelines[name]
     assert fp._encode_bytes_own is not None
     data = text.encode("utf-8")
     out = np.empty(len(data), dtype=np.int32)
+    cache = new_piece_cache(16)
+    needed = fp._encode_bytes_own(data, out, cache, np.zeros(1, dtype=np.int64))
+    assert (needed < 0) == (0 < len(data) <= SEGMENT_BYTES)  # a longer text allocates its own
+    work = np.random.default_rng(len(data)).integers(-3, 3, size=max(-needed, 1), dtype=np.int64)
     held = sys.getrefcount(data)
-    n = fp._encode_bytes_own(data, out, new_piece_cache(16))
+    n = fp._encode_bytes_own(data, out, cache, work)
     kept = sys.getrefcount(data) - held
     assert kept == 0
-    assert out[:n].tolist() == aot_and_jit(fp, data)[1]
+    assert n >= 0 and out[:n].tolist() == aot_and_jit(fp, data)[1]
+
+
+def test_short_texts_grow_the_threads_scratch(aot_module):
+    """``encode_list`` and ``encode_array`` on a thread whose scratch starts too small: the kernel
+    asks for more, the pipeline grows it and calls again, and the ids are the JIT's; a thread of
+    its own gets a scratch of its own."""
+    fp = FusedPipeline(vocabulary("o200k_base"))
+    fp.SCRATCH_WORDS = 16
+    texts = [("word " * k + "\n中文 ").encode() for k in (1, 10, 1000, 6000)] + [b"x" * 30000]
+    for data in texts:
+        expected = aot_and_jit(fp, data)[1]
+        assert fp.encode_list(data) == expected and fp.encode_array(data).tolist() == expected
+    assert len(fp._per_thread.work) >= 16 << 10
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append((fp.encode_list(texts[1]), len(fp._per_thread.work))))
+    thread.start()
+    thread.join()
+    assert seen[0][0] == aot_and_jit(fp, texts[1])[1] and seen[0][1] < 16 << 10
 
 
 @pytest.mark.parametrize("name", VOCABULARIES)
@@ -643,8 +667,15 @@ def test_helper_refuses_what_it_would_misread_and_leaks_nothing(aot_module):
     for bounds in ([0, 2], [1, 0], [-1, 1]):
         with pytest.raises(ValueError, match="is not a range of the 1 ids"):
             helper.id_lists(objects, np.array([0], dtype=np.int32), np.array(bounds, dtype=np.int64))
-    with pytest.raises(TypeError, match="takes 2 arguments"):
+    with pytest.raises(TypeError, match="takes 2 or 3 arguments"):
         helper.id_list(objects)
+    # a count: the first ids only, never past the end
+    three = np.array([0, 1, 0], dtype=np.int32)
+    assert helper.id_list(objects, three, 2) == [token, 1] and helper.id_list(objects, three, 0) == []
+    for count, error in ((4, "count 4 is more than the 3 ids"), (-1, "must not be negative")):
+        with pytest.raises(ValueError, match=error):
+            helper.id_list(objects, three, count)
+    assert sys.getrefcount(token) == held
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,9 +22,9 @@ check every plan array once per plan (dtype, dimensions, contiguity, alignment; 
 made then and kept with the plan, which keeps the arrays alive) and the text and output arrays
 on every call, and refuse anything else. The text array is declared read-only (a ``bytes`` text
 is), so one signature serves writable and read-only inputs alike. A fourth export,
-``encode_bytes``, is ``encode_utf8`` on a ``bytes`` object, its array made inside the module
-(``np.frombuffer`` and the array's conversion in Python cost a call on a word about 0.5 us; the
-Tokenizer's short texts take it).
+``encode_bytes``, is ``encode_utf8_reusing`` on a ``bytes`` object, its array made inside the
+module (``np.frombuffer`` and the array's conversion in Python cost a call on a word about 0.5 us;
+the Tokenizer's short texts take it), with the calling thread's scratch.
 
 Beside it, the same build compiles ``id_lists.c`` into a second, small extension
 module (``_bpebench_ids``): it turns the kernel's int32 ids into a Python list in
@@ -361,8 +361,9 @@ def _encode_entry(function, description: dict, plan, handle=None, bytes_function
         return bound(data, out, cache)
 
     # for callers whose arrays are right by construction (``FusedPipeline.encode_list``): ``plan``'s
-    # kernel without the checks; ``unchecked_bytes`` takes the text as a ``bytes`` object (``out`` at
-    # least as long as it)
+    # kernel without the checks; ``unchecked_bytes(text, out, cache, work)`` takes the text as a
+    # ``bytes`` object (``out`` at least as long as it, ``work`` the thread's int64 scratch:
+    # ``fast_pipeline.encode_utf8_reusing``)
     encode_utf8.unchecked = state[1]
     encode_utf8.unchecked_bytes = None if bytes_function is None else functools.partial(bytes_function, state[2])
     return encode_utf8

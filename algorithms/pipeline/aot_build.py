@@ -69,9 +69,11 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         cache = types.Array(types.int64, 2, "C")
         cc.export("encode_utf8", types.int64(handle, data, ids, cache))(exports["encode_utf8"])
         # the same kernel on a ``bytes`` object: its array is made inside (``np.frombuffer`` and the
-        # array argument's conversion cost a short text's call about 0.5 us in Python)
+        # array argument's conversion cost a short text's call about 0.5 us in Python), with the
+        # calling thread's scratch (``encode_utf8_reusing``)
         text = types.Bytes(types.uint8, 1, "C", readonly=True)
-        cc.export("encode_bytes", types.int64(handle, text, ids, cache))(exports["encode_bytes"])
+        work = types.Array(types.int64, 1, "C")
+        cc.export("encode_bytes", types.int64(handle, text, ids, cache, work))(exports["encode_bytes"])
         cc.export("encode_utf8_batch", types.int64(handle, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
         # writable, as the empty piece ends of the other entry points are: one compiled copy of the loop
@@ -139,7 +141,8 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     from ..kernels.bits import address_pointer
 
     namespace: dict = {"__name__": f"{__name__}_exports", "_carray": numba.carray, "_pointer": address_pointer,
-                       "_encode_utf8": fast_pipeline.encode_utf8, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
+                       "_encode_utf8": fast_pipeline.encode_utf8,
+                       "_encode_utf8_reusing": fast_pipeline.encode_utf8_reusing, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
                        "_encode_pieces": fast_pipeline.encode_pieces, "_frombuffer": np.frombuffer, "_u8": np.uint8}
     starts, _ = aot.handle_layout(description)
     names = {}
@@ -173,8 +176,8 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     plan = construct("")
     source = (f"def encode_utf8(handle, data, out, cache):\n"
               f"    return _encode_utf8({plan}, data, out, cache)\n\n"
-              f"def encode_bytes(handle, text, out, cache):\n"
-              f"    return _encode_utf8({plan}, _frombuffer(text, _u8), out, cache)\n\n"
+              f"def encode_bytes(handle, text, out, cache, work):\n"
+              f"    return _encode_utf8_reusing({plan}, _frombuffer(text, _u8), out, cache, work)\n\n"
               f"def encode_utf8_batch(handle, data, text_offsets, out, out_offsets, cache):\n"
               f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n\n"
               f"def encode_pieces(handle, data, piece_ends, out, cache):\n"

@@ -6,9 +6,10 @@
    twice through per-element function pointers. Here each id takes a reference to
    the shared int object of its token, one pass, straight into the list's storage.
 
-   id_list(objects, ids) -> list
-       [objects[i] for i in ids]; ``objects`` a 1-d object array, ``ids`` a
-       C-contiguous 1-d array of 4-byte ints.
+   id_list(objects, ids[, count]) -> list
+       [objects[i] for i in ids[:count]] (all of ``ids`` without ``count``); ``objects`` a 1-d
+       object array, ``ids`` a C-contiguous 1-d array of 4-byte ints. ``count`` spares a short
+       text's caller the slice (a numpy view: 0.1 us, half of what the list then costs).
    id_lists(objects, ids, bounds) -> list of lists
        [id_list(objects, ids[bounds[k]:bounds[k+1]]) for k ...]; ``bounds`` a
        C-contiguous 1-d array of 8-byte ints, non-decreasing, within len(ids).
@@ -240,9 +241,19 @@ static PyObject *gather(PyObject *const *objects, Py_ssize_t n_objects, const in
 
 static PyObject *id_list(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "id_list(objects, ids) takes 2 arguments");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "id_list(objects, ids[, count]) takes 2 or 3 arguments");
         return NULL;
+    }
+    Py_ssize_t count = -1;
+    if (nargs == 3) {
+        count = PyLong_AsSsize_t(args[2]);
+        if (count == -1 && PyErr_Occurred())
+            return NULL;
+        if (count < 0) {
+            PyErr_SetString(PyExc_ValueError, "count must not be negative");
+            return NULL;
+        }
     }
     Py_buffer objects, ids;
     if (get_vector(args[0], &objects, sizeof(PyObject *), "O", "objects", "objects") < 0)
@@ -251,8 +262,14 @@ static PyObject *id_list(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
         PyBuffer_Release(&objects);
         return NULL;
     }
+    if (count > ids.shape[0]) {
+        PyErr_Format(PyExc_ValueError, "count %zd is more than the %zd ids", count, ids.shape[0]);
+        PyBuffer_Release(&ids);
+        PyBuffer_Release(&objects);
+        return NULL;
+    }
     PyObject *list = gather((PyObject *const *)objects.buf, objects.shape[0], (const int32_t *)ids.buf, 0,
-                            ids.shape[0]);
+                            count < 0 ? ids.shape[0] : count);
     PyBuffer_Release(&ids);
     PyBuffer_Release(&objects);
     return list;
@@ -699,7 +716,7 @@ static PyMethodDef methods[] = {
     {"utf8_span", (PyCFunction)(void (*)(void))utf8_span, METH_FASTCALL,
      "utf8_span(text, start, end) -> text[start:end] as UTF-8 bytes (GIL released), or None at a surrogate"},
     {"id_list", (PyCFunction)(void (*)(void))id_list, METH_FASTCALL,
-     "id_list(objects, ids) -> [objects[i] for i in ids]"},
+     "id_list(objects, ids[, count]) -> [objects[i] for i in ids[:count]]"},
     {"pin_objects", (PyCFunction)(void (*)(void))pin_objects, METH_FASTCALL,
      "pin_objects(objects) -> True when id_list may take the array's objects without new references"},
     {"strided_ints", (PyCFunction)(void (*)(void))strided_ints, METH_FASTCALL,
