@@ -1415,17 +1415,22 @@ class FusedPipeline:
 
     def encode_list(self, data: bytes) -> list[int]:
         """Ids of the UTF-8 text ``data`` as a list (the Tokenizer's hot path)."""
-        out, cache, work = self._buffers(len(data))
-        encode_bytes = self._encode_bytes_own
-        if encode_bytes is None:
-            n = self._encode_as_array(data, out, cache)
-        else:
-            n = encode_bytes(data, out, cache, work)
-            if n < 0:
-                n = encode_bytes(data, out, cache, self._grow_scratch(-n))
+        out, n = self._encode_into_buffer(data)
         if self._id_lists is not None and (n >= self.LIST_MIN or self._id_objects is not None):
             return self._id_lists.id_list(self._shared_ints(), out, n)
         return out[:n].tolist() if n < self.GATHER_MIN else self.id_list(out[:n])
+
+    def _encode_into_buffer(self, data: bytes) -> tuple[np.ndarray, int]:
+        """(the calling thread's id buffer, the number of ids of the UTF-8 text ``data`` written to it):
+        the ahead-of-time kernel on the ``bytes`` with the thread's scratch, grown when it asks."""
+        out, cache, work = self._buffers(len(data))
+        encode_bytes = self._encode_bytes_own
+        if encode_bytes is None:
+            return out, self._encode_as_array(data, out, cache)
+        n = encode_bytes(data, out, cache, work)
+        if n < 0:
+            n = encode_bytes(data, out, cache, self._grow_scratch(-n))
+        return out, n
 
     def _encode_as_array(self, data: bytes, out: np.ndarray, cache: np.ndarray) -> int:
         """The number of ids of the UTF-8 text ``data`` written into ``out`` (at least as long), the text
@@ -1571,14 +1576,7 @@ class FusedPipeline:
     def encode_array(self, data: bytes) -> np.ndarray:
         """``uint32`` ids of the UTF-8 text ``data``: encoded into the thread's buffer, then copied
         into an array of exactly their length (ids are below 2**31: int32 and uint32 agree)."""
-        out, cache, work = self._buffers(len(data))
-        encode_bytes = self._encode_bytes_own
-        if encode_bytes is None:
-            n = self._encode_as_array(data, out, cache)
-        else:
-            n = encode_bytes(data, out, cache, work)
-            if n < 0:
-                n = encode_bytes(data, out, cache, self._grow_scratch(-n))
+        out, n = self._encode_into_buffer(data)
         return out[:n].astype(_U32)  # one numpy call: a short text's view-and-copy cost 0.3 us more
 
     def encode_utf8(self, data: bytes) -> np.ndarray:
