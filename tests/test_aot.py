@@ -27,8 +27,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpebench.algorithms.pipeline import aot, fast_pipeline
-from bpebench.algorithms.pipeline.fast_pipeline import (SEGMENT_BYTES, FusedPipeline, _DirectCall, encode_utf8, encode_utf8_batch,
-                                                       new_piece_cache, unsupported_reason)
+from bpebench.algorithms.pipeline.fast_pipeline import (SEGMENT_BYTES, FusedPipeline, _DirectCall, encode_utf8,
+                                                       encode_utf8_batch, new_piece_cache, unsupported_reason)
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 from bpebench.properties.strategies import pipeline_texts

@@ -142,7 +142,8 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
 
     namespace: dict = {"__name__": f"{__name__}_exports", "_carray": numba.carray, "_pointer": address_pointer,
                        "_encode_utf8": fast_pipeline.encode_utf8,
-                       "_encode_utf8_reusing": fast_pipeline.encode_utf8_reusing, "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
+                       "_encode_utf8_reusing": fast_pipeline.encode_utf8_reusing,
+                       "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
                        "_encode_pieces": fast_pipeline.encode_pieces, "_frombuffer": np.frombuffer, "_u8": np.uint8}
     starts, _ = aot.handle_layout(description)
     names = {}

@@ -954,9 +954,8 @@ def encode_utf8_reusing(plan, data, out, cache, work):
     text of one segment (at most ``SEGMENT_BYTES``): the call then allocates nothing. On a word the
     scratch's allocation and release were a fifth of the kernel's time. Inlined into the
     ahead-of-time module's entry point, whose Plan has no reference counts (see ``_encode_texts``).
-    Returns
-    ``-words`` when ``work`` is shorter than the ``words`` the text needs (the caller grows it and
-    calls again); a longer text goes to ``encode_utf8``."""
+    Returns ``-words`` when ``work`` is shorter than the ``words`` the text needs (the caller grows
+    it and calls again); a longer text goes to ``encode_utf8``."""
     n = data.shape[0]
     if n == 0:
         return np.int64(0)
