@@ -473,11 +473,16 @@ def _remove_stale(path: Path) -> None:
         except OSError:
             pass
     for other in stale:
-        for doomed in (other, _stamp_path(other)):
-            try:
-                doomed.unlink()
-            except OSError:
-                pass
+        _unlink_with_stamp(other)
+
+
+def _unlink_with_stamp(path: Path) -> None:
+    """Remove a cache file and its ``.verified`` stamp, whichever exist (best effort)."""
+    for doomed in (path, _stamp_path(path)):
+        try:
+            doomed.unlink()
+        except OSError:
+            pass
 
 
 def _source_file(header: dict) -> str | None:
@@ -504,11 +509,7 @@ def _remove_orphans(directory: Path, keep: Path) -> None:
         except (OSError, CacheDamaged, ValueError):
             continue  # a damaged file is discarded when something reads it
         if source is not None and not os.path.exists(source):
-            for doomed in (other, _stamp_path(other)):
-                try:
-                    doomed.unlink()
-                except OSError:
-                    pass
+            _unlink_with_stamp(other)
 
 
 def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vocabulary],
