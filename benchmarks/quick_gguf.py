@@ -1,6 +1,14 @@
 """Quick speed check of GGUF vocabularies: bpebench's llama.cpp pipeline next to llama.cpp itself.
 
     python benchmarks/quick_gguf.py FILE.gguf [FILE.gguf ...] [--size 1000000] [--repeat 3]
+    python benchmarks/quick_gguf.py --from cl100k_base:llama-bpe --from qwen:qwen2
+
+``--from VOCAB:PRE`` writes a built-in ranks vocabulary as a GGUF file with that
+``tokenizer.ggml.pre`` name (a stand-in for a real model's file, nothing downloaded) and times it
+on the unseen protocol (``benchmarks/protocol.py``, one CPU): the GGUF file through the fused
+pipeline (the default where llama.cpp's pre-tokenizer is a hand-written splitter), through the
+reference path (``pretokenizer="regex"``: llama.cpp's split emulated over ``re``), and the same
+ranks loaded as a tiktoken vocabulary.
 
 For each file and each corpus (``prose-en``, ``code-python``, ``udhr-all``), times on text
 neither side has seen (both warm up on the corpus' other half first; then runs interleaved
@@ -27,12 +35,84 @@ from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 CORPORA = ("prose-en", "code-python", "udhr-all")
 
 
+def gguf_from_ranks(vocab_name: str, pre: str, path: str) -> str:
+    """Write the ranks vocabulary ``vocab_name`` as a byte-level GGUF file: its tokens in GPT-2's
+    byte alphabet, its merges in priority order, its special tokens typed CONTROL."""
+    import gguf
+    import numpy as np
+
+    from bpebench.algorithms.formats.byte_alphabet import bytes_to_token_text
+
+    vocab = load_vocabulary(vocab_name)
+    texts = [bytes_to_token_text(t) for t in vocab.tokens]
+    types = [gguf.TokenType.NORMAL] * len(texts)
+    for literal, token_id in vocab.special_tokens.items():
+        while token_id >= len(texts):
+            texts.append(f"<unused{len(texts)}>")
+            types.append(gguf.TokenType.UNUSED)
+        texts[token_id], types[token_id] = literal, gguf.TokenType.CONTROL
+    left, right = vocab.splits
+    formed = np.flatnonzero(left >= 0)
+    formed = formed[np.argsort(vocab.priority[formed], kind="stable")]
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(pre)
+    writer.add_token_list(texts)
+    writer.add_token_types(types)
+    writer.add_token_merges([f"{texts[left[t]]} {texts[right[t]]}" for t in formed])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def table_from_ranks(specs: list[str]) -> None:
+    """The unseen protocol (one CPU, every document once, the rows taking turns) for GGUF files made
+    from built-in ranks vocabularies."""
+    import tempfile
+    from pathlib import Path
+
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu()
+    print("GGUF files written from built-in ranks (unseen text, one CPU, MB/s; ids checked equal)")
+    print("| file | kind | GGUF, fused | GGUF, reference path | same ranks as tiktoken | fused / reference |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as scratch:
+        for spec in specs:
+            vocab_name, pre = spec.split(":")
+            vocab = load_vocabulary(gguf_from_ranks(vocab_name, pre, str(Path(scratch, f"{vocab_name}.gguf"))))
+            rows = {"fused": Tokenizer(vocab), "reference": Tokenizer(vocab, pretokenizer="regex"),
+                    "tiktoken": Tokenizer(vocab_name)}
+            if not rows["fused"].fused:
+                raise SystemExit(f"{spec}: no fused path for this pre-tokenizer")
+
+            def same(name: str, result, first) -> None:
+                if name != "tiktoken" and result != first:
+                    raise SystemExit(f"{spec}: {name} ids differ from the fused path's")
+
+            for kind in protocol.KINDS:
+                text_stream = protocol.stream(kind)
+                seconds = protocol.time_unseen({k: t.encode_ordinary for k, t in rows.items()}, text_stream, same)
+                mb = text_stream.measured_bytes / 1e6
+                speeds = {k: mb / v for k, v in seconds.items()}
+                print(f"| {vocab_name} as {pre} | {kind} | {speeds['fused']:.1f} | {speeds['reference']:.2f} |"
+                      f" {speeds['tiktoken']:.1f} | {seconds['reference'] / seconds['fused']:.0f}x |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="+")
+    parser.add_argument("files", nargs="*")
+    parser.add_argument("--from", dest="from_ranks", action="append", default=[], metavar="VOCAB:PRE",
+                        help="time a GGUF file written from a built-in ranks vocabulary (repeatable)")
     parser.add_argument("--size", type=int, default=1_000_000, help="bytes of each corpus timed (default 1 MB)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.from_ranks:
+        table_from_ranks(args.from_ranks)
+    if not args.files:
+        return
     try:
         import llama_cpp
     except ImportError:

@@ -277,19 +277,26 @@ def test_threads_sharing_a_tokenizer_get_their_own_ids():
     assert wrong == [0, 0]
 
 
-def test_whole_piece_lookup_emits_unreachable_tokens_like_tiktoken():
-    # "abc" is a token but neither "ab" nor "bc" is: BPE cannot produce it, tiktoken emits it whole
-    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"abc", b"xy", b"xyz"], name="u",
-                                  pattern="gpt2")
+@pytest.mark.parametrize("longest", [3, 40])
+def test_whole_piece_lookup_emits_unreachable_tokens_like_tiktoken(longest):
+    # "abc" is a token but neither "ab" nor "bc" is: BPE cannot produce it, tiktoken emits it whole.
+    # Unreachable tokens of up to 32 bytes are answered by the loop's whole-token tables; a longer one
+    # makes every piece look itself up in the bytes table first
+    long = b"q" * 40
+    extra = [long] if longest == 40 else []
+    vocab = Vocabulary.from_ranks([bytes([b]) for b in range(256)] + [b"abc", b"xy", b"xyz", b"xyzxyz"] + extra,
+                                  name=f"u{longest}", pattern="gpt2")
     tiktoken = pytest.importorskip("tiktoken")
     from bpebench.algorithms.formats.patterns import PATTERNS
 
     enc = tiktoken.Encoding("u", pat_str=PATTERNS["gpt2"],
                             mergeable_ranks={t: i for i, t in enumerate(vocab.tokens)}, special_tokens={})
     tok = Tokenizer(vocab)
-    assert tok.fused
-    for text in ["abc", "abcabc", " abc", "xy abc xyz", "abc\n"]:
+    assert tok.fused and tok._fused.plan.whole_piece == (longest > 32)
+    for text in ["abc", "abcabc", " abc", "xy abc xyz", "abc\n", "xyzxyz", "xyzxyzxyz", "q" * 40, "q" * 41,
+                 " " + "q" * 40, "ab abcd abc"]:
         assert tok.encode_ordinary(text) == enc.encode_ordinary(text), text
+        assert tok.encode_ordinary(text) == Tokenizer(vocab, algorithm="naive").encode_ordinary(text), text
     assert tok.encode_ordinary("abc") == [256]
 
 

@@ -1047,13 +1047,15 @@ def supported_pattern(vocab) -> str | None:
     return None
 
 
-def unsupported_reason(vocab) -> str | None:
+def unsupported_reason(vocab, *, llama_cpp_pattern: str | None = None) -> str | None:
     """Why the fused pipeline cannot encode ``vocab`` (None when it can). A pattern with no
     compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes; nor are
-    merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie."""
+    merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie.
+    A GGUF file's vocabulary needs ``llama_cpp_pattern``, the compiled pattern that splits as its
+    llama.cpp pre-tokenizer on the texts its caller lets through (``llama_cpp_fast``)."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
-    if vocab.llama_cpp is not None:
+    if vocab.llama_cpp is not None and llama_cpp_pattern is None:
         return "llama.cpp's own pre-tokenizer and special-token rules (a GGUF file) run on the reference path"
     reason = rank_order_break(vocab)
     if reason is not None and _out_of_order_tables(vocab) is None:
@@ -1067,6 +1069,23 @@ def _out_of_order_tables(vocab) -> dict | None:
     from ..kernels.out_of_order import out_of_order_tables
 
     return out_of_order_tables(vocab, compile_vocabulary(vocab), build_matcher(vocab))
+
+
+def _whole_piece_tables(vocabulary, tables) -> dict | None:
+    """The short, medium and long whole-token tables holding every usable token, for a whole-piece
+    lookup (HF's ``ignore_merges``, llama.cpp's) over merges in priority order: then a piece that is
+    any token is emitted as it by the chunked loop's probes, as the bytes table would. None when a
+    token BPE cannot produce is longer than the long table's pieces (the probe of a longer piece
+    finds only tokens BPE produces), so every piece must be looked up in the bytes table."""
+    from ..kernels.compiled import NEVER
+    from ..kernels.short_piece import long_tokens, medium_tokens, short_tokens
+
+    usable = np.ones(len(tables.token_len), dtype=bool)
+    usable[list(vocabulary.excluded)] = False
+    if ((tables.priority >= NEVER) & (tables.token_len > LONG_TOKEN_BYTES) & usable).any():
+        return None
+    return {"short_tokens": short_tokens(tables, usable), "medium_tokens": medium_tokens(tables, usable),
+            "long_tokens": long_tokens(tables, usable)}
 
 
 #: Python keeps one shared int object for each of -5..256: ``tolist`` allocates nothing for those
@@ -1178,13 +1197,14 @@ class FusedPipeline:
     #: collision in the direct-mapped table), prose and code 0.98-1.04x
     PIECE_CACHE_SLOTS = 1 << 15
 
-    def __init__(self, vocabulary, *, piece_cache_slots: int | None = None) -> None:
+    def __init__(self, vocabulary, *, piece_cache_slots: int | None = None,
+                 llama_cpp_pattern: str | None = None) -> None:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
         from ..kernels.short_piece import no_atom_floors, short_piece_tables
 
-        reason = unsupported_reason(vocabulary)
+        reason = unsupported_reason(vocabulary, llama_cpp_pattern=llama_cpp_pattern)
         if reason is not None:
             from bpebench.errors import BpebenchError
 
@@ -1220,13 +1240,18 @@ class FusedPipeline:
             crossing = live["crossing"]
         # whole-piece lookup differs from BPE only on tokens BPE cannot produce
         whole_piece = bool(vocabulary.whole_piece_lookup and unreachable)
+        if whole_piece and not self.out_of_order:
+            whole_tables = _whole_piece_tables(vocabulary, tables)
+            if whole_tables is not None:  # the loop's probes answer it: no bytes-table lookup per piece
+                short = dict(short, **whole_tables)
+                whole_piece = False
         merges_by_rank = short["token_of_rank"]
         short_limit = self.SHORT_PIECE_OUT_OF_ORDER if self.out_of_order else self.SHORT_PIECE
         wide_limit = min(self.SHORT_PIECE_WIDE_OUT_OF_ORDER if self.out_of_order else self.SHORT_PIECE_WIDE,
                          short_limit)
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit, wide_limit = np.full(1, -1, dtype=np.int32), 0, 0
-        compiled_name = supported_pattern(vocabulary)
+        compiled_name = llama_cpp_pattern or supported_pattern(vocabulary)
         # a pattern with no compiled pre-tokenizer is split by ``regex`` (the reference), and the
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
         self.splitter = None
@@ -1658,11 +1683,13 @@ class _DirectCall:
         return result
 
 
-def fused_pipeline(vocabulary, piece_cache_slots: int | None = None) -> FusedPipeline:
-    """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup`` and
-    piece-cache size; its piece caches are per thread)."""
+def fused_pipeline(vocabulary, piece_cache_slots: int | None = None, *,
+                   llama_cpp_pattern: str | None = None) -> FusedPipeline:
+    """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup``,
+    piece-cache size and pattern; its piece caches are per thread)."""
     memo = vocabulary.__dict__.setdefault("_fused_pipelines", {})
-    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots)
+    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots, llama_cpp_pattern)
     if key not in memo:
-        memo[key] = FusedPipeline(vocabulary, piece_cache_slots=piece_cache_slots)
+        memo[key] = FusedPipeline(vocabulary, piece_cache_slots=piece_cache_slots,
+                                  llama_cpp_pattern=llama_cpp_pattern)
     return memo[key]

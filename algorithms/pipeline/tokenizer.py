@@ -105,6 +105,17 @@ class _ComponentPieces:
         return [p.text for p in self._pipeline.pieces(text, _carve_none) if p.token is None]
 
 
+def _piece_cache_slots(piece_cache: bool | int) -> int | None:
+    """The fused pipeline's piece-cache rows for the Tokenizer's ``piece_cache`` (None: the default)."""
+    if piece_cache is True:
+        return None
+    if piece_cache is False:
+        return 0
+    if isinstance(piece_cache, int) and piece_cache >= 0 and not piece_cache & (piece_cache - 1):
+        return piece_cache
+    raise BpebenchError(f"piece_cache must be True, False or a power of two, not {piece_cache!r}")
+
+
 class Tokenizer:
     """Encode text with a vocabulary, a pre-tokenizer and any Encoder.
 
@@ -139,7 +150,8 @@ class Tokenizer:
             vocabulary = load_vocabulary(vocabulary)
         self.vocabulary = vocabulary
         self._hf = None
-        self._carver = self._unencodable = None
+        self._carver = self._unencodable = self._llama_fused = None
+        requested_pretokenizer = pretokenizer
         if vocabulary.pipeline is not None and vocabulary.normalizer == "pipeline":
             self._init_component_pipeline(vocabulary, algorithm, pretokenizer)
             return
@@ -170,18 +182,11 @@ class Tokenizer:
             pretokenizer = pretokenizer_for(vocabulary)
         self.pretokenizer = pretokenizer
         self._fused = None
+        slots = _piece_cache_slots(piece_cache)
         if regex_fused or (type(pretokenizer).__name__ == "CompiledPretokenizer" and self._encoder_is_fusable()):
             if unsupported_reason(vocabulary) is None:
                 from .fast_pipeline import fused_pipeline
 
-                if piece_cache is True:
-                    slots = None
-                elif piece_cache is False:
-                    slots = 0
-                elif isinstance(piece_cache, int) and piece_cache >= 0 and not piece_cache & (piece_cache - 1):
-                    slots = piece_cache
-                else:
-                    raise BpebenchError(f"piece_cache must be True, False or a power of two, not {piece_cache!r}")
                 self._fused = fused_pipeline(vocabulary, slots)
         self._normalize, self._denormalize = NORMALIZERS[vocabulary.normalizer]
         specials = vocabulary.special_tokens
@@ -190,6 +195,14 @@ class Tokenizer:
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
         self._init_llama_cpp(vocabulary)
+        # a GGUF file whose pre-tokenizer is one of llama.cpp's hand-written splitters: ordinary text
+        # that splits alike under the compiled pre-tokenizer goes to the fused pipeline
+        self._llama_fused = None
+        if (self._carver is not None and self._unencodable is None and requested_pretokenizer is None
+                and self._default_algorithm and self._encoder_is_fusable()):
+            from .llama_cpp_fast import llama_cpp_fused
+
+            self._llama_fused = llama_cpp_fused(vocabulary, slots)
         # a short text goes straight to the fused pipeline (``encode_ordinary``, ``_direct_bytes``):
         # nothing to normalize and no special-token rules of llama.cpp
         self._direct = vocabulary.normalizer == "none" and self._carver is None
@@ -275,8 +288,9 @@ class Tokenizer:
 
     @property
     def fused(self) -> bool:
-        """True when texts go through the fused compiled pipeline."""
-        return self._fused is not None
+        """True when texts go through the fused compiled pipeline (for a GGUF file: the ordinary
+        text that splits alike under llama.cpp's pre-tokenizer and the compiled one)."""
+        return self._fused is not None or self._llama_fused is not None
 
     @property
     def special_tokens_set(self) -> set[str]:
@@ -329,6 +343,10 @@ class Tokenizer:
         text = self._normalize(text)
         if self._fused is not None:
             return self._fused.encode_utf8(utf8(text))
+        if self._llama_fused is not None:
+            ids = self._llama_fused.encode_array(text)
+            if ids is not None:
+                return ids
         return self._reference(valid_text(text))
 
     def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
@@ -385,6 +403,10 @@ class Tokenizer:
             return self._fused.encode_list(utf8(normalized))
         if self._hf is not None:
             return self._hf.encode(valid_text(text), _carve_none)
+        if self._llama_fused is not None and text:
+            ids = self._llama_fused.encode_list(self._normalize(text))
+            if ids is not None:
+                return ids
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
@@ -469,11 +491,12 @@ class Tokenizer:
                             dtype=np.uint32)
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
         segments = self._segments(text, allowed)
-        if len(segments) == 1:
+        if len(segments) == 1 and isinstance(segments[0], str):
             return self._ordinary_array(segments[0], num_threads)
         parts = [np.array([s], dtype=np.uint32) if isinstance(s, int) else self._ordinary_array(s, num_threads)
                  for s in segments]
-        return np.concatenate(parts)
+        # llama.cpp's carver gives no segment for an empty text, and a lone id for a text that is one literal
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
 
     def _ordinary_array(self, text: str, num_threads: int | None = None) -> np.ndarray:
         """The ids of ordinary ``text`` as a new ``uint32`` array of exactly their length."""

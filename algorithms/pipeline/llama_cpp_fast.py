@@ -1,0 +1,181 @@
+r"""The fused pipeline for GGUF files whose pre-tokenizer is one of llama.cpp's hand-written splitters.
+
+llama.cpp runs C++ code instead of three of its regex lists: GPT-2's, Llama-3's and Qwen2's
+(its types ``gpt2``, ``llama3``, ``qwen2`` and the types that share their lists, e.g. ``dbrx``,
+``mpt``, ``stablelm2``). That code splits as the same pattern run by ``regex``, which the
+compiled pre-tokenizers follow, but for two things (``docs/gguf-tiktoken.md``, llama.cpp against
+``regex`` over every code point in eight contexts):
+
+* **the Unicode tables**: llama.cpp's categories (emulated here from :mod:`unicodedata`) against
+  the ``regex`` module's newer ones. What the three patterns ask of a character is whether it is
+  a letter, a number, whitespace or none of these; :func:`unsafe_code_points` lists the code
+  points whose answer differs (14,049 with Unicode 14 against 17: code points assigned since,
+  16 of them in the Basic Multilingual Plane);
+* **``'ſ``**: Llama-3's and Qwen2's contractions are case-insensitive, and ``regex`` folds
+  U+017F (long s) to ``s`` where llama.cpp does not: every code point that folds onto a
+  contraction letter but is not one of them (only ſ) is listed too.
+
+So a text with none of the listed code points (nor a lone surrogate) splits alike under both, and
+the fused pipeline encodes it with the ids llama.cpp gives; any other text takes the Tokenizer's
+reference path (llama.cpp's split emulated over ``re``, then the vocabulary's encoder). The special
+tokens are llama.cpp's rules either way: the Tokenizer's carver cuts them out first, and only the
+ordinary text between them comes here.
+
+Complexity: the screen is one table read per character of a text that is not ASCII (an ASCII text
+holds no listed code point: checked when the table is made), then the fused pipeline's linear
+encode. Exact: the text either passes the screen or goes to the reference path (tested against
+llama.cpp's recorded ids and against the reference path on drawn text).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from ..formats import llama_cpp_pre
+
+#: the compiled pre-tokenizer that splits as each of llama.cpp's hand-written splitters (its regex list)
+_SPLITTERS = {(llama_cpp_pre._GPT2,): "gpt2", (llama_cpp_pre._LLAMA3,): "llama3", (llama_cpp_pre._QWEN2,): "qwen2"}
+#: the contraction letters the case-insensitive patterns fold
+_CONTRACTION_LETTERS = "sdmtlvre"
+_CLASS_REGEXES = (r"\p{L}+", r"\p{N}+", r"\s+")  # letter, number, whitespace; none of them: other
+_CODE_POINTS = 0x110000
+
+
+def compiled_pattern(pre_type: str | None) -> str | None:
+    """The compiled pre-tokenizer that splits as llama.cpp's ``pre_type`` (a ``PRE_TYPES`` key) on
+    screened text, or None."""
+    spec = llama_cpp_pre.PRE_TYPES.get(pre_type or "")
+    return _SPLITTERS.get(spec.regexes) if spec is not None and spec.byte_encode else None
+
+
+def _all_code_points() -> str:
+    """Every code point in order, surrogates replaced by NUL (a str cannot hold them alone)."""
+    points = np.arange(_CODE_POINTS, dtype=np.uint32)
+    points[0xD800:0xE000] = 0
+    return points.tobytes().decode("utf-32-le")
+
+
+def _classes(text: str, finders) -> np.ndarray:
+    """uint8 per character of ``text``: 1 + the index of the finder whose match covers it (the
+    classes do not overlap), 0 if none."""
+    out = np.zeros(len(text), dtype=np.uint8)
+    for k, finder in enumerate(finders):
+        for match in finder(text):
+            out[match.start():match.end()] = k + 1
+    return out
+
+
+def _cache_path(pattern_name: str):
+    """Where the table of ``pattern_name`` is kept: its key holds both Unicode tables' versions and
+    the two modules that define the classes compared."""
+    import hashlib
+    import unicodedata
+
+    import regex
+
+    from ..cache.files import cache_root
+    from . import llama_cpp_split
+
+    digest = hashlib.sha256()
+    for module in (llama_cpp_split.__file__, __file__):
+        with open(module, "rb") as f:
+            digest.update(f.read())
+    return cache_root() / (f"llama_cpp_unsafe_{pattern_name}_unicodedata-{unicodedata.unidata_version}"
+                           f"_regex-{regex.__version__}_{digest.hexdigest()[:16]}.bin")
+
+
+@lru_cache(maxsize=None)
+def unsafe_code_points(pattern_name: str) -> np.ndarray:
+    """bool[0x110000]: the code points on which llama.cpp's split (as emulated) and the compiled
+    pre-tokenizer of ``pattern_name`` may differ; surrogates included. Made once per machine
+    (0.8-0.9 s, most of it ``unicodedata`` over every code point) and kept in the cache root as
+    the sorted list of those code points (read back in about a millisecond)."""
+    from ..cache.files import CacheDamaged, discard, read_checked, write_checked
+
+    path = _cache_path(pattern_name)
+    try:
+        payload = read_checked(path)
+        if payload is not None:
+            points = np.frombuffer(payload, dtype=np.uint32)
+            if len(points) and int(points.max()) >= _CODE_POINTS:
+                raise CacheDamaged("a code point out of range")
+            unsafe = np.zeros(_CODE_POINTS, dtype=bool)
+            unsafe[points] = True
+            return unsafe
+    except (CacheDamaged, ValueError) as exc:
+        discard(path, str(exc))
+    unsafe = _unsafe_code_points(pattern_name)
+    write_checked(path, np.flatnonzero(unsafe).astype(np.uint32).tobytes())
+    return unsafe
+
+
+def _unsafe_code_points(pattern_name: str) -> np.ndarray:
+    import regex
+
+    from .llama_cpp_split import collapse_regex, collapsed, ecmascript_to_python
+
+    text = _all_code_points()
+    # llama.cpp's classes as the emulation computes them: its own translation of \p{..} and \s,
+    # run on the text with every non-ASCII code point collapsed to its category's placeholder
+    theirs = [re.compile(ecmascript_to_python(collapse_regex(r)), re.ASCII).finditer for r in _CLASS_REGEXES]
+    ours = [regex.compile(r).finditer for r in _CLASS_REGEXES]
+    unsafe = _classes(collapsed(text), theirs) != _classes(text, ours)
+    if pattern_name != "gpt2":  # (?i:'s|'t|...): regex folds other letters onto these
+        folding = regex.compile(f"(?i:[{_CONTRACTION_LETTERS}])").finditer
+        for match in folding(text):
+            if match.group() not in _CONTRACTION_LETTERS + _CONTRACTION_LETTERS.upper():
+                unsafe[match.start()] = True
+    unsafe[0xD800:0xE000] = True
+    unsafe[0] = False  # NUL stood in for the surrogates; it is ASCII, checked below
+    if unsafe[:128].any():  # the screen lets ASCII text through without a look
+        raise AssertionError(f"{pattern_name}: llama.cpp and regex differ on ASCII"
+                             f" {[chr(c) for c in np.nonzero(unsafe[:128])[0]]}")
+    return unsafe
+
+
+class LlamaCppFused:
+    """The fused pipeline of a GGUF vocabulary for the ordinary text that passes the screen."""
+
+    def __init__(self, vocabulary, pattern_name: str, piece_cache_slots: int | None) -> None:
+        from .fast_pipeline import fused_pipeline
+
+        self.pattern_name = pattern_name
+        self.pipeline = fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_pattern=pattern_name)
+        self._unsafe = None  # made on the first text that is not ASCII
+
+    def passes(self, text: str) -> bool:
+        """True when ``text`` splits alike under llama.cpp and the compiled pre-tokenizer."""
+        if text.isascii():
+            return True
+        if self._unsafe is None:
+            self._unsafe = unsafe_code_points(self.pattern_name)
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        return not self._unsafe[points].any()
+
+    def encode_list(self, text: str) -> list[int] | None:
+        """The ids of ordinary ``text``, or None when it must take the reference path."""
+        return self.pipeline.encode_list(text.encode()) if self.passes(text) else None
+
+    def encode_array(self, text: str) -> np.ndarray | None:
+        """``encode_list`` as an int32 array."""
+        return self.pipeline.encode_utf8(text.encode()) if self.passes(text) else None
+
+
+def llama_cpp_fused(vocabulary, piece_cache_slots: int | None) -> LlamaCppFused | None:
+    """The fused path of a GGUF ``vocabulary``, or None when it has none: a pre-tokenizer that is
+    not one of the hand-written splitters, byte values with no token (llama.cpp drops them), or
+    merges the fused pipeline cannot take."""
+    from .fast_pipeline import unsupported_reason
+
+    info = vocabulary.llama_cpp
+    if info is None or vocabulary.rule != "merges" or vocabulary.hidden or vocabulary.normalizer != "none":
+        return None
+    name = compiled_pattern(info.get("pre"))
+    if name is None or (np.asarray(vocabulary.byte_token) < 0).any():
+        return None
+    if unsupported_reason(vocabulary, llama_cpp_pattern=name) is not None:
+        return None
+    return LlamaCppFused(vocabulary, name, piece_cache_slots)

@@ -1,0 +1,142 @@
+"""The fused pipeline for GGUF files whose pre-tokenizer is one of llama.cpp's hand-written splitters
+(``pipeline/llama_cpp_fast.py``): the screen's table against a per-character oracle, and the ids
+against the reference path (llama.cpp's split emulated over ``re``, the ``naive`` encoder) on drawn
+text. ``tests/test_llama_cpp.py`` checks the same Tokenizers against llama.cpp's recorded ids."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpebench.algorithms.formats import load_path
+from bpebench.algorithms.pipeline.llama_cpp_fast import compiled_pattern, unsafe_code_points
+from bpebench.algorithms.pipeline.llama_cpp_split import WHITESPACE
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).parent / "golden"))
+from golden_fixtures import llama_cpp_variant  # noqa: E402
+
+#: one variant per hand-written splitter, and one that shares Qwen2's list under another name
+FAST_VARIANTS = {"pre:gpt-2": "gpt2", "pre:llama3": "llama3", "pre:qwen2": "qwen2", "pre:stablelm2": "qwen2"}
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory):
+    pytest.importorskip("gguf")
+    directory = tmp_path_factory.mktemp("llama_cpp_fast")
+    made = {}
+    for name in [*FAST_VARIANTS, "missing-byte:gpt-2", "pre:deepseek-llm"]:
+        path = directory / (name.replace(":", "_") + ".gguf")
+        llama_cpp_variant(path, name)
+        made[name] = load_path(path)
+    return made
+
+
+def _their_class(c: int) -> str:
+    """A character's class as llama.cpp's tables give it (per character, from the documentation)."""
+    ch = chr(c)
+    if c < 128:
+        return "L" if ch.isalpha() else "N" if ch.isdigit() else "S" if ch in " \t\n\r\f\v" else "O"
+    if c in WHITESPACE:
+        return "S"
+    return {"L": "L", "N": "N"}.get(unicodedata.category(ch)[0], "O")
+
+
+def _regex_class(c: int) -> str:
+    ch = chr(c)
+    for name, spelled in (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s")):
+        if regex.fullmatch(spelled, ch):
+            return name
+    return "O"
+
+
+@pytest.mark.parametrize("pattern_name", ["gpt2", "llama3"])
+def test_unsafe_code_points_match_a_per_character_oracle(pattern_name):
+    unsafe = unsafe_code_points(pattern_name)
+    assert unsafe.shape == (0x110000,) and not unsafe[:128].any()
+    assert unsafe[0xD800:0xE000].all()
+    sample = [*range(0, 0x3000), *range(0x3000, 0x110000, 61), 0x17F, 0x88F, 0xA7CB, 0x105C0, 0x1C89]
+    folds = {"llama3": {0x17F}, "gpt2": set()}[pattern_name]  # (?i:'s) matches 'ſ under regex only
+    for c in sample:
+        if 0xD800 <= c < 0xE000:
+            continue
+        expected = _their_class(c) != _regex_class(c) or c in folds
+        assert unsafe[c] == expected, (hex(c), _their_class(c), _regex_class(c))
+    assert unsafe.sum() > 100  # the newer Unicode tables assign letters llama.cpp's do not know
+
+
+def test_only_the_hand_written_splitters_have_a_compiled_twin(variants):
+    for name, pattern in FAST_VARIANTS.items():
+        assert compiled_pattern(variants[name].llama_cpp["pre"]) == pattern
+        assert Tokenizer(variants[name]).fused
+        assert not Tokenizer(variants[name], algorithm="naive").fused  # the reference stays the oracle
+        assert not Tokenizer(variants[name], pretokenizer="regex").fused
+    assert compiled_pattern(variants["pre:deepseek-llm"].llama_cpp["pre"]) is None
+    assert not Tokenizer(variants["pre:deepseek-llm"]).fused
+    assert not Tokenizer(variants["missing-byte:gpt-2"]).fused  # llama.cpp drops the byte: reference path
+
+
+#: letters, numbers, whitespace and other characters of several scripts, ASCII and not; contraction
+#: letters and ſ after apostrophes; code points whose class the two Unicode tables disagree on; the
+#: fixture's special tokens (USER_DEFINED ones are cut out of ordinary text too)
+_ALPHABET = list("aZsStTmdlLrReEvV09 '\n\r\t\x0b\x0c\x1c.,!?-_") + [
+    "\u017f", "\u00e9", "\u0436", "\u6771", "\u0e01", "\u0663", "\u00b2", "\u216b", "\u00a0", "\u2003", "\u3000",
+    "\x85", "\u0301", "\u20ac", "\U0001f600", "\u088f", "\ua7cb", "\U000105c0", "\u1c89", "\u0130", "\u212a",
+    "'s", "'LL", "'ſ", "   ", "<mask>", "<x>", "x><y", "<s>", "</s>",
+]
+_TEXTS = st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("variant", list(FAST_VARIANTS))
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_TEXTS, min_size=1, max_size=4))
+def test_fused_equals_the_reference_path(variants, variant, texts):
+    fused, reference = Tokenizer(variants[variant]), Tokenizer(variants[variant], algorithm="naive")
+    for text in texts:
+        assert fused.encode_ordinary(text) == reference.encode_ordinary(text), text
+        assert fused.encode(text, allowed_special="all") == reference.encode(text, allowed_special="all"), text
+        assert fused.encode_to_numpy(text, disallowed_special=()).tolist() == reference.encode_ordinary(text)
+        assert fused.count(text) == len(reference.encode_ordinary(text))
+    assert fused.encode_ordinary_batch(texts) == [reference.encode_ordinary(t) for t in texts]
+
+
+def test_screened_text_takes_the_reference_path_and_the_rest_does_not(variants):
+    tok = Tokenizer(variants["pre:llama3"])
+    referenced = []
+    plain = tok._reference
+    tok._reference = lambda text: referenced.append(text) or plain(text)
+    safe = "It's 2024: naïve café, 東京 ×3 — Ωmega\u00a0end\n"
+    assert tok.encode_ordinary(safe) == Tokenizer(variants["pre:llama3"], algorithm="naive").encode_ordinary(safe)
+    assert referenced == []
+    for unsafe in ("x'ſx", "word \U000105c0 word", "a\ud800b"):
+        referenced.clear()
+        expected = Tokenizer(variants["pre:llama3"], algorithm="naive").encode_ordinary(unsafe)
+        assert tok.encode_ordinary(unsafe) == expected
+        assert len(referenced) == 1, unsafe
+    # llama.cpp's contractions are 's and 'S: 'ſx is one piece there, 'ſ and x under regex's (?i:'s)
+    assert tok.pretokenizer.split("'ſx") == ["'ſx"]
+
+
+def test_the_table_is_kept_on_disk_and_a_damaged_copy_is_rebuilt(tmp_path, monkeypatch):
+    from bpebench.algorithms.pipeline import llama_cpp_fast
+
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path))
+    made = llama_cpp_fast._unsafe_code_points("qwen2")
+    llama_cpp_fast.unsafe_code_points.cache_clear()
+    try:
+        assert (llama_cpp_fast.unsafe_code_points("qwen2") == made).all()  # made, then written
+        (path,) = tmp_path.glob("llama_cpp_unsafe_qwen2_*.bin")
+        llama_cpp_fast.unsafe_code_points.cache_clear()
+        assert (llama_cpp_fast.unsafe_code_points("qwen2") == made).all()  # read back
+        path.write_bytes(path.read_bytes()[:-4])
+        llama_cpp_fast.unsafe_code_points.cache_clear()
+        assert (llama_cpp_fast.unsafe_code_points("qwen2") == made).all()  # cut short: rebuilt
+        assert path.stat().st_size > 4 * made.sum()
+    finally:
+        llama_cpp_fast.unsafe_code_points.cache_clear()
