@@ -1252,6 +1252,7 @@ class FusedPipeline:
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit, wide_limit = np.full(1, -1, dtype=np.int32), 0, 0
         compiled_name = llama_cpp_pattern or supported_pattern(vocabulary)
+        self.pattern_name = compiled_name  # the compiled pre-tokenizer's (where a long text may be cut)
         # a pattern with no compiled pre-tokenizer is split by ``regex`` (the reference), and the
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
         self.splitter = None

@@ -155,14 +155,6 @@ class LlamaCppFused:
         points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         return not self._unsafe[points].any()
 
-    def encode_list(self, text: str) -> list[int] | None:
-        """The ids of ordinary ``text``, or None when it must take the reference path."""
-        return self.pipeline.encode_list(text.encode()) if self.passes(text) else None
-
-    def encode_array(self, text: str) -> np.ndarray | None:
-        """``encode_list`` as an int32 array."""
-        return self.pipeline.encode_utf8(text.encode()) if self.passes(text) else None
-
 
 def llama_cpp_fused(vocabulary, piece_cache_slots: int | None) -> LlamaCppFused | None:
     """The fused path of a GGUF ``vocabulary``, or None when it has none: a pre-tokenizer that is

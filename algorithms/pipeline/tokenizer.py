@@ -343,11 +343,8 @@ class Tokenizer:
         text = self._normalize(text)
         if self._fused is not None:
             return self._fused.encode_utf8(utf8(text))
-        if self._llama_fused is not None:
-            ids = self._llama_fused.encode_array(text)
-            if ids is not None:
-                return ids
-        return self._reference(valid_text(text))
+        ids = self._llama_fused_ids(text, as_array=True)
+        return ids if ids is not None else self._reference(valid_text(text))
 
     def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
         """Encode ``text`` treating special-token literals as plain text (but for literals a GGUF
@@ -403,20 +400,32 @@ class Tokenizer:
             return self._fused.encode_list(utf8(normalized))
         if self._hf is not None:
             return self._hf.encode(valid_text(text), _carve_none)
-        if self._llama_fused is not None and text:
-            ids = self._llama_fused.encode_list(self._normalize(text))
-            if ids is not None:
-                return ids
+        ids = self._llama_fused_ids(text, as_array=False, num_threads=num_threads)
+        if ids is not None:
+            return ids
         ids = self._ids_array(text)
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
-    def _parts(self, normalized: str, threads: int) -> PartSpans:
+    def _llama_fused_ids(self, text: str, as_array: bool, num_threads: int | None = None):
+        """The ids of ordinary ``text`` of a GGUF file through the fused pipeline (int32, or a list;
+        a long text in parts on the threads), or None when it must take the reference path: no
+        fused pipeline, or a character the screen of ``llama_cpp_fast`` stops."""
+        llama = self._llama_fused
+        if llama is None or not text:
+            return None
+        text = self._normalize(text)
+        if not llama.passes(text):
+            return None
+        if len(text) >= MIN_PARALLEL_BYTES:
+            return self._encoded_parts(text, thread_count(num_threads), as_array, fused=llama.pipeline)
+        data = text.encode()
+        return llama.pipeline.encode_utf8(data) if as_array else llama.pipeline.encode_list(data)
+
+    def _parts(self, normalized: str, threads: int, fused) -> PartSpans:
         """A long normalized text cut at pre-token boundaries into parts that shrink towards its end
         (``parallel.part_targets``): their character spans, each found as a thread takes its part
         (each thread converts its own part to UTF-8, see ``FusedPipeline.utf8_span``)."""
-        from .fast_pipeline import supported_pattern
-
-        return PartSpans(normalized, part_targets(len(normalized), threads), supported_pattern(self.vocabulary))
+        return PartSpans(normalized, part_targets(len(normalized), threads), fused.pattern_name)
 
     def _parallel_array(self, normalized: str, threads: int) -> np.ndarray:
         """int32 ids of a long normalized text: its parts on threads."""
@@ -430,15 +439,17 @@ class Tokenizer:
         parts = self._split_encoded_parts if self._fused.splitter is not None else self._encoded_parts
         return parts(normalized, threads, as_array=False)
 
-    def _encoded_parts(self, normalized: str, threads: int, as_array: bool, screen: bytes | None = None):
+    def _encoded_parts(self, normalized: str, threads: int, as_array: bool, screen: bytes | None = None,
+                       fused=None):
         """The ids of a long normalized text cut at pre-token boundaries (``_parts``), each part made
         UTF-8 and encoded on the thread that takes it, joined in order as they come in
         (``FusedPipeline.joined_parts``): int32 (``as_array``) or a list, whose parts are built on
         their threads while another thread runs its next kernel. With ``screen`` (two bytes), None
-        as soon as a part's UTF-8 holds them (that part and those not yet started are not encoded)."""
-        fused = self._fused
+        as soon as a part's UTF-8 holds them (that part and those not yet started are not encoded).
+        ``fused``: the pipeline, when not the Tokenizer's own (a GGUF file's, ``_llama_fused_ids``)."""
+        fused = fused or self._fused
         find_pair = fused.find_pair
-        spans = self._parts(normalized, threads)
+        spans = self._parts(normalized, threads, fused)
 
         def part(k: int):
             start, end = spans.span(k)
@@ -499,12 +510,16 @@ class Tokenizer:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
 
     def _ordinary_array(self, text: str, num_threads: int | None = None) -> np.ndarray:
-        """The ids of ordinary ``text`` as a new ``uint32`` array of exactly their length."""
+        """The ids of ordinary ``text`` (a segment of ``_segments``: every literal to cut is cut) as a new
+        ``uint32`` array of exactly their length."""
         if self._fused is not None and text:
             normalized = self._normalize(text)
             if len(normalized) >= MIN_PARALLEL_BYTES:  # in parts, on one thread too
                 return self._parallel_array(normalized, thread_count(num_threads)).view(np.uint32)
             return self._fused.encode_array(utf8(normalized))
+        ids = self._llama_fused_ids(text, as_array=True, num_threads=num_threads)
+        if ids is not None:
+            return ids.view(np.uint32)
         return np.array(self.encode_ordinary(text), dtype=np.uint32)
 
     def piece_cache_stats(self) -> dict | None:
