@@ -98,7 +98,7 @@ def table_from_ranks(specs: list[str]) -> None:
                 mb = text_stream.measured_bytes / 1e6
                 speeds = {k: mb / v for k, v in seconds.items()}
                 print(f"| {vocab_name} as {pre} | {kind} | {speeds['fused']:.1f} | {speeds['reference']:.2f} |"
-                      f" {speeds['tiktoken']:.1f} | {seconds['reference'] / seconds['fused']:.0f}x |", flush=True)
+                      f" {speeds['tiktoken']:.1f} | {seconds['reference'] / seconds['fused']:.1f}x |", flush=True)
 
 
 def main() -> None:

@@ -1,7 +1,9 @@
-"""The fused pipeline for GGUF files whose pre-tokenizer is one of llama.cpp's hand-written splitters
-(``pipeline/llama_cpp_fast.py``): the screen's table against a per-character oracle, and the ids
-against the reference path (llama.cpp's split emulated over ``re``, the ``naive`` encoder) on drawn
-text. ``tests/test_llama_cpp.py`` checks the same Tokenizers against llama.cpp's recorded ids."""
+"""The fused pipeline for GGUF files (``pipeline/llama_cpp_fast.py``): the compiled twin of
+llama.cpp's hand-written splitters behind the screen, whose table is checked against a
+per-character oracle, and llama.cpp's other pre-tokenizers as emulated feeding the compiled BPE
+stage; the ids against the reference path (llama.cpp's split emulated over ``re``, the ``naive``
+encoder) on drawn text. ``tests/test_llama_cpp.py`` checks the same Tokenizers against llama.cpp's
+recorded ids."""
 
 from __future__ import annotations
 
@@ -22,8 +24,13 @@ from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
 from golden_fixtures import llama_cpp_variant  # noqa: E402
 
-#: one variant per hand-written splitter, and one that shares Qwen2's list under another name
-FAST_VARIANTS = {"pre:gpt-2": "gpt2", "pre:llama3": "llama3", "pre:qwen2": "qwen2", "pre:stablelm2": "qwen2"}
+#: one variant per hand-written splitter, one that shares Qwen2's list under another name, and
+#: pre-tokenizers with no compiled twin: a sequence of regexes, the ported Kimi-K2 and AFMoE splitters,
+#: GPT-4o's case classes in llama.cpp's lookahead spelling
+FAST_VARIANTS = {"pre:gpt-2": "gpt2", "pre:llama3": "llama3", "pre:qwen2": "qwen2", "pre:stablelm2": "qwen2",
+                 "pre:qwen35": "qwen35",
+                 "pre:(missing)": None, "pre:deepseek-llm": None, "pre:kimi-k2": None, "pre:afmoe": None,
+                 "pre:gpt-4o": None}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +38,8 @@ def variants(tmp_path_factory):
     pytest.importorskip("gguf")
     directory = tmp_path_factory.mktemp("llama_cpp_fast")
     made = {}
-    for name in [*FAST_VARIANTS, "missing-byte:gpt-2", "pre:deepseek-llm"]:
-        path = directory / (name.replace(":", "_") + ".gguf")
+    for name in [*FAST_VARIANTS, "missing-byte:gpt-2"]:
+        path = directory / (name.replace(":", "_").replace("(", "").replace(")", "") + ".gguf")
         llama_cpp_variant(path, name)
         made[name] = load_path(path)
     return made
@@ -45,12 +52,12 @@ def _their_class(c: int) -> str:
         return "L" if ch.isalpha() else "N" if ch.isdigit() else "S" if ch in " \t\n\r\f\v" else "O"
     if c in WHITESPACE:
         return "S"
-    return {"L": "L", "N": "N"}.get(unicodedata.category(ch)[0], "O")
+    return {"L": "L", "N": "N", "M": "M"}.get(unicodedata.category(ch)[0], "O")
 
 
 def _regex_class(c: int) -> str:
     ch = chr(c)
-    for name, spelled in (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s")):
+    for name, spelled in (("L", r"\p{L}"), ("N", r"\p{N}"), ("M", r"\p{M}"), ("S", r"\s")):
         if regex.fullmatch(spelled, ch):
             return name
     return "O"
@@ -74,11 +81,14 @@ def test_unsafe_code_points_match_a_per_character_oracle(pattern_name):
 def test_only_the_hand_written_splitters_have_a_compiled_twin(variants):
     for name, pattern in FAST_VARIANTS.items():
         assert compiled_pattern(variants[name].llama_cpp["pre"]) == pattern
-        assert Tokenizer(variants[name]).fused
+        tok = Tokenizer(variants[name])
+        assert tok.fused and tok._llama_fused.pattern_name == pattern
+        # a compiled pre-tokenizer; Qwen3.5's generated matcher; llama.cpp's split as emulated
+        splitter = tok._llama_fused.pipeline.splitter
+        assert type(splitter).__name__ == {None: "LlamaCppPretokenizer", "qwen35": "ProgramPretokenizer"}.get(
+            pattern, "NoneType")
         assert not Tokenizer(variants[name], algorithm="naive").fused  # the reference stays the oracle
         assert not Tokenizer(variants[name], pretokenizer="regex").fused
-    assert compiled_pattern(variants["pre:deepseek-llm"].llama_cpp["pre"]) is None
-    assert not Tokenizer(variants["pre:deepseek-llm"]).fused
     assert not Tokenizer(variants["missing-byte:gpt-2"]).fused  # llama.cpp drops the byte: reference path
 
 
@@ -87,7 +97,7 @@ def test_only_the_hand_written_splitters_have_a_compiled_twin(variants):
 #: fixture's special tokens (USER_DEFINED ones are cut out of ordinary text too)
 _ALPHABET = list("aZsStTmdlLrReEvV09 '\n\r\t\x0b\x0c\x1c.,!?-_") + [
     "\u017f", "\u00e9", "\u0436", "\u6771", "\u0e01", "\u0663", "\u00b2", "\u216b", "\u00a0", "\u2003", "\u3000",
-    "\x85", "\u0301", "\u20ac", "\U0001f600", "\u088f", "\ua7cb", "\U000105c0", "\u1c89", "\u0130", "\u212a",
+    "\x85", "\u0301", "\u20ac", "\U0001f600", "\ud800", "\u088f", "\ua7cb", "\U000105c0", "\u1c89", "\u0130", "\u212a",
     "'s", "'LL", "'ſ", "   ", "<mask>", "<x>", "x><y", "<s>", "</s>",
 ]
 _TEXTS = st.lists(st.sampled_from(_ALPHABET), max_size=40).map("".join)
@@ -114,7 +124,7 @@ def test_screened_text_takes_the_reference_path_and_the_rest_does_not(variants):
     safe = "It's 2024: naïve café, 東京 ×3 — Ωmega\u00a0end\n"
     assert tok.encode_ordinary(safe) == Tokenizer(variants["pre:llama3"], algorithm="naive").encode_ordinary(safe)
     assert referenced == []
-    for unsafe in ("x'ſx", "word \U000105c0 word", "a\ud800b"):
+    for unsafe in ("x'ſx", "word \U000105c0 word", "a\ud800b"):  # and lone surrogates
         referenced.clear()
         expected = Tokenizer(variants["pre:llama3"], algorithm="naive").encode_ordinary(unsafe)
         assert tok.encode_ordinary(unsafe) == expected

@@ -1047,15 +1047,17 @@ def supported_pattern(vocab) -> str | None:
     return None
 
 
-def unsupported_reason(vocab, *, llama_cpp_pattern: str | None = None) -> str | None:
+def unsupported_reason(vocab, *, llama_cpp_split: tuple[str, str] | None = None) -> str | None:
     """Why the fused pipeline cannot encode ``vocab`` (None when it can). A pattern with no
     compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes; nor are
     merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie.
-    A GGUF file's vocabulary needs ``llama_cpp_pattern``, the compiled pattern that splits as its
-    llama.cpp pre-tokenizer on the texts its caller lets through (``llama_cpp_fast``)."""
+    A GGUF file's vocabulary needs ``llama_cpp_split``: ``("compiled", name)`` or ``("pattern",
+    regex)``, a compiled pattern or a pattern that splits as its llama.cpp pre-tokenizer on the texts
+    its caller lets through, or ``("emulated", type)``, that pre-tokenizer's type, whose split
+    ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
-    if vocab.llama_cpp is not None and llama_cpp_pattern is None:
+    if vocab.llama_cpp is not None and llama_cpp_split is None:
         return "llama.cpp's own pre-tokenizer and special-token rules (a GGUF file) run on the reference path"
     reason = rank_order_break(vocab)
     if reason is not None and _out_of_order_tables(vocab) is None:
@@ -1198,13 +1200,13 @@ class FusedPipeline:
     PIECE_CACHE_SLOTS = 1 << 15
 
     def __init__(self, vocabulary, *, piece_cache_slots: int | None = None,
-                 llama_cpp_pattern: str | None = None) -> None:
+                 llama_cpp_split: tuple[str, str] | None = None) -> None:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
         from ..kernels.short_piece import no_atom_floors, short_piece_tables
 
-        reason = unsupported_reason(vocabulary, llama_cpp_pattern=llama_cpp_pattern)
+        reason = unsupported_reason(vocabulary, llama_cpp_split=llama_cpp_split)
         if reason is not None:
             from bpebench.errors import BpebenchError
 
@@ -1251,12 +1253,24 @@ class FusedPipeline:
                          short_limit)
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit, wide_limit = np.full(1, -1, dtype=np.int32), 0, 0
-        compiled_name = llama_cpp_pattern or supported_pattern(vocabulary)
+        if llama_cpp_split is None:
+            compiled_name = supported_pattern(vocabulary)
+        else:
+            compiled_name = llama_cpp_split[1] if llama_cpp_split[0] == "compiled" else None
         self.pattern_name = compiled_name  # the compiled pre-tokenizer's (where a long text may be cut)
         # a pattern with no compiled pre-tokenizer is split by ``regex`` (the reference), and the
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
         self.splitter = None
-        if compiled_name is None:
+        if compiled_name is None and llama_cpp_split is not None:
+            from .llama_cpp_split import LlamaCppPretokenizer
+            from .pretokenize import RegexPretokenizer
+            from .pretokenize_program import program_pretokenizer
+
+            if llama_cpp_split[0] == "pattern":  # a pattern that splits as llama.cpp's on screened text
+                self.splitter = program_pretokenizer(llama_cpp_split[1]) or RegexPretokenizer(llama_cpp_split[1])
+            else:  # llama.cpp's split, as emulated
+                self.splitter = LlamaCppPretokenizer(llama_cpp_split[1])
+        elif compiled_name is None:
             from ..formats.patterns import resolve_pattern
             from .pretokenize import RegexPretokenizer, WholeText
             from .pretokenize_program import program_pretokenizer
@@ -1685,12 +1699,12 @@ class _DirectCall:
 
 
 def fused_pipeline(vocabulary, piece_cache_slots: int | None = None, *,
-                   llama_cpp_pattern: str | None = None) -> FusedPipeline:
+                   llama_cpp_split: tuple[str, str] | None = None) -> FusedPipeline:
     """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup``,
     piece-cache size and pattern; its piece caches are per thread)."""
     memo = vocabulary.__dict__.setdefault("_fused_pipelines", {})
-    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots, llama_cpp_pattern)
+    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots, llama_cpp_split)
     if key not in memo:
         memo[key] = FusedPipeline(vocabulary, piece_cache_slots=piece_cache_slots,
-                                  llama_cpp_pattern=llama_cpp_pattern)
+                                  llama_cpp_split=llama_cpp_split)
     return memo[key]

@@ -36,17 +36,26 @@ import numpy as np
 
 from ..formats import llama_cpp_pre
 
-#: the compiled pre-tokenizer that splits as each of llama.cpp's hand-written splitters (its regex list)
-_SPLITTERS = {(llama_cpp_pre._GPT2,): "gpt2", (llama_cpp_pre._LLAMA3,): "llama3", (llama_cpp_pre._QWEN2,): "qwen2"}
+#: Qwen3.5's pattern as ``regex`` spells it (letters and marks in one run); no compiled
+#: pre-tokenizer has it, the generated matcher of ``pretokenize_program`` splits it
+QWEN35 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*"
+          r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+#: the twin of each of llama.cpp's hand-written splitters (its regex list): a compiled pre-tokenizer
+#: or, for Qwen3.5, a pattern for the generated matcher
+_SPLITTERS = {(llama_cpp_pre._GPT2,): "gpt2", (llama_cpp_pre._LLAMA3,): "llama3", (llama_cpp_pre._QWEN2,): "qwen2",
+              llama_cpp_pre.PRE_TYPES["qwen35"].regexes: "qwen35"}
+TWIN_PATTERNS = {"qwen35": QWEN35}
 #: the contraction letters the case-insensitive patterns fold
 _CONTRACTION_LETTERS = "sdmtlvre"
-_CLASS_REGEXES = (r"\p{L}+", r"\p{N}+", r"\s+")  # letter, number, whitespace; none of them: other
+#: letter, number, mark, whitespace; none of them: other
+_CLASS_REGEXES = (r"\p{L}+", r"\p{N}+", r"\p{M}+", r"\s+")
 _CODE_POINTS = 0x110000
 
 
 def compiled_pattern(pre_type: str | None) -> str | None:
-    """The compiled pre-tokenizer that splits as llama.cpp's ``pre_type`` (a ``PRE_TYPES`` key) on
-    screened text, or None."""
+    """The name of the twin (``gpt2``, ``llama3``, ``qwen2``: compiled pre-tokenizers; ``qwen35``: a
+    generated matcher) that splits as llama.cpp's ``pre_type`` (a ``PRE_TYPES`` key) on screened
+    text, or None."""
     spec = llama_cpp_pre.PRE_TYPES.get(pre_type or "")
     return _SPLITTERS.get(spec.regexes) if spec is not None and spec.byte_encode else None
 
@@ -137,18 +146,24 @@ def _unsafe_code_points(pattern_name: str) -> np.ndarray:
 
 
 class LlamaCppFused:
-    """The fused pipeline of a GGUF vocabulary for the ordinary text that passes the screen."""
+    """The fused pipeline of a GGUF vocabulary: with the twin of its pre-tokenizer (``pattern_name``)
+    for the ordinary text that passes the screen, else with llama.cpp's split as emulated
+    (``LlamaCppPretokenizer``, over ``re``) feeding the compiled BPE stage."""
 
-    def __init__(self, vocabulary, pattern_name: str, piece_cache_slots: int | None) -> None:
+    def __init__(self, vocabulary, pre_type: str, piece_cache_slots: int | None) -> None:
         from .fast_pipeline import fused_pipeline
 
-        self.pattern_name = pattern_name
-        self.pipeline = fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_pattern=pattern_name)
+        self.pattern_name = compiled_pattern(pre_type)
+        if self.pattern_name in TWIN_PATTERNS:
+            split = ("pattern", TWIN_PATTERNS[self.pattern_name])
+        else:
+            split = ("compiled", self.pattern_name) if self.pattern_name else ("emulated", pre_type)
+        self.pipeline = fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split)
         self._unsafe = None  # made on the first text that is not ASCII
 
     def passes(self, text: str) -> bool:
-        """True when ``text`` splits alike under llama.cpp and the compiled pre-tokenizer."""
-        if text.isascii():
+        """True when ``text`` splits alike under llama.cpp and the pipeline's pre-tokenizer."""
+        if text.isascii() or self.pattern_name is None:
             return True
         if self._unsafe is None:
             self._unsafe = unsafe_code_points(self.pattern_name)
@@ -157,17 +172,17 @@ class LlamaCppFused:
 
 
 def llama_cpp_fused(vocabulary, piece_cache_slots: int | None) -> LlamaCppFused | None:
-    """The fused path of a GGUF ``vocabulary``, or None when it has none: a pre-tokenizer that is
-    not one of the hand-written splitters, byte values with no token (llama.cpp drops them), or
-    merges the fused pipeline cannot take."""
+    """The fused path of a byte-level GGUF ``vocabulary``, or None when it has none: no llama.cpp
+    pre-tokenizer (``pattern=`` replaced it), byte values with no token (llama.cpp drops them),
+    or merges the fused pipeline cannot take."""
     from .fast_pipeline import unsupported_reason
 
     info = vocabulary.llama_cpp
     if info is None or vocabulary.rule != "merges" or vocabulary.hidden or vocabulary.normalizer != "none":
         return None
-    name = compiled_pattern(info.get("pre"))
-    if name is None or (np.asarray(vocabulary.byte_token) < 0).any():
+    pre_type = info.get("pre")
+    if pre_type not in llama_cpp_pre.PRE_TYPES or (np.asarray(vocabulary.byte_token) < 0).any():
         return None
-    if unsupported_reason(vocabulary, llama_cpp_pattern=name) is not None:
+    if unsupported_reason(vocabulary, llama_cpp_split=("emulated", pre_type)) is not None:
         return None
-    return LlamaCppFused(vocabulary, name, piece_cache_slots)
+    return LlamaCppFused(vocabulary, pre_type, piece_cache_slots)

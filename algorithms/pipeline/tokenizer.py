@@ -418,7 +418,7 @@ class Tokenizer:
             return None
         if len(text) >= MIN_PARALLEL_BYTES:
             return self._encoded_parts(text, thread_count(num_threads), as_array, fused=llama.pipeline)
-        data = text.encode()
+        data = utf8(text)  # lone surrogates become U+FFFD, as on the reference path (``valid_text``)
         return llama.pipeline.encode_utf8(data) if as_array else llama.pipeline.encode_list(data)
 
     def _parts(self, normalized: str, threads: int, fused) -> PartSpans:
