@@ -153,11 +153,13 @@ def test_the_table_is_kept_on_disk_and_a_damaged_copy_is_rebuilt(tmp_path, monke
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, threads):
-    """A text of at least 64 kB is encoded in parts cut at pre-token boundaries (on the threads),
-    as a tiktoken vocabulary's is; the ids are the reference path's, special tokens carved as before."""
-    tok = Tokenizer(variants["pre:qwen2"])
-    reference = Tokenizer(variants["pre:qwen2"], algorithm="naive")
+@pytest.mark.parametrize("variant", ["pre:qwen2", "pre:qwen35", "pre:deepseek-llm"])
+def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, variant, threads):
+    """A text of at least 64 kB is encoded in parts cut at pre-token boundaries (on the threads), as a
+    tiktoken vocabulary's is (a compiled twin's cut points; a generated matcher's or the emulated
+    split's piece ends); the ids are the reference path's, special tokens carved as before."""
+    tok = Tokenizer(variants[variant])
+    reference = Tokenizer(variants[variant], algorithm="naive")
     line = "It's 12 naïve cafés:\tΑθήνα, 東京 and\u00a0Zürich <mask> x\n    y = f(x)  # ok\n"
     text = line * (80_000 // len(line) + 1)
     expected = reference.encode_ordinary(text)
@@ -170,8 +172,9 @@ def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, threads):
     plain = text.replace("<mask>", "mask").replace("    ", "\t").replace("  ", " ")
     assert len(plain) > 65_536
     in_parts = []
-    whole = tok._encoded_parts
-    tok._encoded_parts = lambda *args, **kwargs: in_parts.append(args[0]) or whole(*args, **kwargs)
+    parts = "_encoded_parts" if tok._llama_fused.pipeline.splitter is None else "_split_encoded_parts"
+    whole = getattr(tok, parts)
+    setattr(tok, parts, lambda *args, **kwargs: in_parts.append(args[0]) or whole(*args, **kwargs))
     assert tok.encode_ordinary(plain, num_threads=threads) == reference.encode_ordinary(plain)
     assert tok.encode_to_numpy(plain, num_threads=threads).tolist() == reference.encode_ordinary(plain)
     assert in_parts == [plain, plain]

@@ -417,7 +417,8 @@ class Tokenizer:
         if not llama.passes(text):
             return None
         if len(text) >= MIN_PARALLEL_BYTES:
-            return self._encoded_parts(text, thread_count(num_threads), as_array, fused=llama.pipeline)
+            parts = self._encoded_parts if llama.pipeline.splitter is None else self._split_encoded_parts
+            return parts(text, thread_count(num_threads), as_array, fused=llama.pipeline)
         data = utf8(text)  # lone surrogates become U+FFFD, as on the reference path (``valid_text``)
         return llama.pipeline.encode_utf8(data) if as_array else llama.pipeline.encode_list(data)
 
@@ -463,13 +464,13 @@ class Tokenizer:
 
         return fused.joined_parts(part, range(len(spans)), threads, as_array)
 
-    def _split_encoded_parts(self, normalized: str, threads: int, as_array: bool):
+    def _split_encoded_parts(self, normalized: str, threads: int, as_array: bool, fused=None):
         """The ids of a long normalized text for a pattern with no compiled pre-tokenizer, joined as
         in ``_encoded_parts``: its UTF-8 made a share per thread (2.4 ms per MB on one), then cut
         into parts that shrink towards its end, each split and encoded on the thread that takes it
         (``FusedPipeline.encode_split_parts``); where that cannot be exact, split whole and cut at
-        piece ends (``FusedPipeline.split_parts``)."""
-        fused, n = self._fused, len(normalized)
+        piece ends (``FusedPipeline.split_parts``). ``fused`` as in ``_encoded_parts``."""
+        fused, n = fused or self._fused, len(normalized)
         shares = [pair_safe_cut(normalized, k * n // threads) for k in range(threads + 1)]
         data = b"".join(run_all(lambda k: fused.utf8_span(normalized, shares[k], shares[k + 1]), range(threads),
                                 threads))
