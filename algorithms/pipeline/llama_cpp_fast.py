@@ -1,28 +1,31 @@
-r"""The fused pipeline for GGUF files whose pre-tokenizer is one of llama.cpp's hand-written splitters.
+r"""The fused pipeline for GGUF files: llama.cpp's pre-tokenizer, then the compiled BPE stage.
 
-llama.cpp runs C++ code instead of three of its regex lists: GPT-2's, Llama-3's and Qwen2's
-(its types ``gpt2``, ``llama3``, ``qwen2`` and the types that share their lists, e.g. ``dbrx``,
-``mpt``, ``stablelm2``). That code splits as the same pattern run by ``regex``, which the
-compiled pre-tokenizers follow, but for two things (``docs/gguf-tiktoken.md``, llama.cpp against
-``regex`` over every code point in eight contexts):
+llama.cpp runs C++ code instead of four of its regex lists: GPT-2's, Llama-3's, Qwen2's and
+Qwen3.5's (its types ``gpt2``, ``llama3``, ``qwen2``, ``qwen35`` and the types that share their
+lists, e.g. ``dbrx``, ``mpt``, ``stablelm2``). That code splits as the same pattern run by
+``regex`` (the compiled pre-tokenizers of the first three follow it, the generated matcher of
+``pretokenize_program`` takes Qwen3.5's), but for two things (``docs/gguf-tiktoken.md``, llama.cpp
+against ``regex`` over every code point in eight contexts):
 
 * **the Unicode tables**: llama.cpp's categories (emulated here from :mod:`unicodedata`) against
-  the ``regex`` module's newer ones. What the three patterns ask of a character is whether it is
-  a letter, a number, whitespace or none of these; :func:`unsafe_code_points` lists the code
-  points whose answer differs (14,049 with Unicode 14 against 17: code points assigned since,
-  16 of them in the Basic Multilingual Plane);
-* **``'ſ``**: Llama-3's and Qwen2's contractions are case-insensitive, and ``regex`` folds
-  U+017F (long s) to ``s`` where llama.cpp does not: every code point that folds onto a
-  contraction letter but is not one of them (only ſ) is listed too.
+  the ``regex`` module's newer ones. What the four patterns ask of a character is whether it is
+  a letter, a number, a mark, whitespace or none of these; :func:`unsafe_code_points` lists the
+  code points whose answer differs (14,184 with Unicode 14 against 17: code points assigned
+  since, 46 of them in the Basic Multilingual Plane);
+* **``'ſ``**: the contractions of all but GPT-2 are case-insensitive, and ``regex`` folds U+017F
+  (long s) to ``s`` where llama.cpp does not: every code point that folds onto a contraction
+  letter but is not one of them (only ſ) is listed too.
 
 So a text with none of the listed code points (nor a lone surrogate) splits alike under both, and
 the fused pipeline encodes it with the ids llama.cpp gives; any other text takes the Tokenizer's
-reference path (llama.cpp's split emulated over ``re``, then the vocabulary's encoder). The special
-tokens are llama.cpp's rules either way: the Tokenizer's carver cuts them out first, and only the
-ordinary text between them comes here.
+reference path (llama.cpp's split emulated over ``re``, then the vocabulary's encoder). Every
+other byte-level pre-tokenizer has no twin: its split as emulated (``LlamaCppPretokenizer``)
+feeds the compiled BPE stage, as ``regex`` feeds it for a pattern with no compiled pre-tokenizer.
+The special tokens are llama.cpp's rules either way: the Tokenizer's carver cuts them out first,
+and only the ordinary text between them comes here.
 
-Complexity: the screen is one table read per character of a text that is not ASCII (an ASCII text
-holds no listed code point: checked when the table is made), then the fused pipeline's linear
+Complexity: the screen is one table read per character of a text that is not ASCII (ASCII text
+needs no look once the 128 ASCII characters are found to agree), then the fused pipeline's linear
 encode. Exact: the text either passes the screen or goes to the reference path (tested against
 llama.cpp's recorded ids and against the reference path on drawn text).
 """
@@ -98,10 +101,10 @@ def _cache_path(pattern_name: str):
 
 @lru_cache(maxsize=None)
 def unsafe_code_points(pattern_name: str) -> np.ndarray:
-    """bool[0x110000]: the code points on which llama.cpp's split (as emulated) and the compiled
-    pre-tokenizer of ``pattern_name`` may differ; surrogates included. Made once per machine
-    (0.8-0.9 s, most of it ``unicodedata`` over every code point) and kept in the cache root as
-    the sorted list of those code points (read back in about a millisecond)."""
+    """bool[0x110000]: the code points on which llama.cpp's split (as emulated) and the twin named
+    ``pattern_name`` may differ; surrogates included. Made once per machine (0.4-0.9 s, most of it
+    ``unicodedata`` over every code point) and kept in the cache root as the sorted list of those
+    code points (read back in a few milliseconds)."""
     from ..cache.files import CacheDamaged, discard, read_checked, write_checked
 
     path = _cache_path(pattern_name)
@@ -116,33 +119,40 @@ def unsafe_code_points(pattern_name: str) -> np.ndarray:
             return unsafe
     except (CacheDamaged, ValueError) as exc:
         discard(path, str(exc))
-    unsafe = _unsafe_code_points(pattern_name)
+    from .llama_cpp_split import collapsed
+
+    text = _all_code_points()
+    unsafe = _disagreements(text, collapsed(text), pattern_name)
+    unsafe[0xD800:0xE000] = True  # (NUL stood in for them in ``text``)
     write_checked(path, np.flatnonzero(unsafe).astype(np.uint32).tobytes())
     return unsafe
 
 
-def _unsafe_code_points(pattern_name: str) -> np.ndarray:
+@lru_cache(maxsize=None)
+def ascii_agrees(pattern_name: str) -> bool:
+    """Whether llama.cpp and the twin class every ASCII character alike (then an ASCII text passes
+    the screen without a look, and without the whole table being made)."""
+    text = "".join(map(chr, range(128)))
+    return not _disagreements(text, text, pattern_name).any()  # ASCII collapses to itself
+
+
+def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
+    """bool per character of ``text``: where llama.cpp's class (computed on ``folded``, the text
+    with every non-ASCII code point collapsed to its category's placeholder, through the
+    emulation's own translation of ``\\p{..}`` and ``\\s``) and ``regex``'s differ, or where a
+    case-insensitive contraction would match under ``regex`` only."""
     import regex
 
-    from .llama_cpp_split import collapse_regex, collapsed, ecmascript_to_python
+    from .llama_cpp_split import collapse_regex, ecmascript_to_python
 
-    text = _all_code_points()
-    # llama.cpp's classes as the emulation computes them: its own translation of \p{..} and \s,
-    # run on the text with every non-ASCII code point collapsed to its category's placeholder
     theirs = [re.compile(ecmascript_to_python(collapse_regex(r)), re.ASCII).finditer for r in _CLASS_REGEXES]
     ours = [regex.compile(r).finditer for r in _CLASS_REGEXES]
-    unsafe = _classes(collapsed(text), theirs) != _classes(text, ours)
+    differ = _classes(folded, theirs) != _classes(text, ours)
     if pattern_name != "gpt2":  # (?i:'s|'t|...): regex folds other letters onto these
-        folding = regex.compile(f"(?i:[{_CONTRACTION_LETTERS}])").finditer
-        for match in folding(text):
+        for match in regex.finditer(f"(?i:[{_CONTRACTION_LETTERS}])", text):
             if match.group() not in _CONTRACTION_LETTERS + _CONTRACTION_LETTERS.upper():
-                unsafe[match.start()] = True
-    unsafe[0xD800:0xE000] = True
-    unsafe[0] = False  # NUL stood in for the surrogates; it is ASCII, checked below
-    if unsafe[:128].any():  # the screen lets ASCII text through without a look
-        raise AssertionError(f"{pattern_name}: llama.cpp and regex differ on ASCII"
-                             f" {[chr(c) for c in np.nonzero(unsafe[:128])[0]]}")
-    return unsafe
+                differ[match.start()] = True
+    return differ
 
 
 class LlamaCppFused:
@@ -159,11 +169,14 @@ class LlamaCppFused:
         else:
             split = ("compiled", self.pattern_name) if self.pattern_name else ("emulated", pre_type)
         self.pipeline = fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split)
+        self._ascii_passes = self.pattern_name is None or ascii_agrees(self.pattern_name)
         self._unsafe = None  # made on the first text that is not ASCII
 
     def passes(self, text: str) -> bool:
         """True when ``text`` splits alike under llama.cpp and the pipeline's pre-tokenizer."""
-        if text.isascii() or self.pattern_name is None:
+        if self.pattern_name is None:  # the emulated split itself
+            return True
+        if text.isascii() and self._ascii_passes:
             return True
         if self._unsafe is None:
             self._unsafe = unsafe_code_points(self.pattern_name)

@@ -195,9 +195,8 @@ class Tokenizer:
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
         self._init_llama_cpp(vocabulary)
-        # a GGUF file whose pre-tokenizer is one of llama.cpp's hand-written splitters: ordinary text
-        # that splits alike under the compiled pre-tokenizer goes to the fused pipeline
-        self._llama_fused = None
+        # a byte-level GGUF file: its ordinary text goes to the fused pipeline (``llama_cpp_fast``:
+        # behind a screen where a twin of llama.cpp's pre-tokenizer splits)
         if (self._carver is not None and self._unencodable is None and requested_pretokenizer is None
                 and self._default_algorithm and self._encoder_is_fusable()):
             from .llama_cpp_fast import llama_cpp_fused
@@ -288,8 +287,8 @@ class Tokenizer:
 
     @property
     def fused(self) -> bool:
-        """True when texts go through the fused compiled pipeline (for a GGUF file: the ordinary
-        text that splits alike under llama.cpp's pre-tokenizer and the compiled one)."""
+        """True when texts go through the fused compiled pipeline (for a GGUF file: its ordinary text,
+        but for text a twin of llama.cpp's pre-tokenizer may split otherwise, ``llama_cpp_fast``)."""
         return self._fused is not None or self._llama_fused is not None
 
     @property
