@@ -24,13 +24,12 @@ from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
 from golden_fixtures import llama_cpp_variant  # noqa: E402
 
-#: one variant per hand-written splitter, one that shares Qwen2's list under another name, and
-#: pre-tokenizers with no compiled twin: a sequence of regexes, the ported Kimi-K2 and AFMoE splitters,
-#: GPT-4o's case classes in llama.cpp's lookahead spelling
+#: one variant per hand-written splitter, one that shares Qwen2's list under another name, GPT-4o's
+#: case classes in llama.cpp's lookahead spelling (o200k's twin), and pre-tokenizers with no twin: a
+#: sequence of regexes, the ported Kimi-K2 and AFMoE splitters
 FAST_VARIANTS = {"pre:gpt-2": "gpt2", "pre:llama3": "llama3", "pre:qwen2": "qwen2", "pre:stablelm2": "qwen2",
-                 "pre:qwen35": "qwen35",
-                 "pre:(missing)": None, "pre:deepseek-llm": None, "pre:kimi-k2": None, "pre:afmoe": None,
-                 "pre:gpt-4o": None}
+                 "pre:qwen35": "qwen35", "pre:gpt-4o": "o200k",
+                 "pre:(missing)": None, "pre:deepseek-llm": None, "pre:kimi-k2": None, "pre:afmoe": None}
 
 
 @pytest.fixture(scope="module")
@@ -45,25 +44,35 @@ def variants(tmp_path_factory):
     return made
 
 
-def _their_class(c: int) -> str:
-    """A character's class as llama.cpp's tables give it (per character, from the documentation)."""
+def _their_class(c: int, pattern_name: str) -> str:
+    """A character's class as llama.cpp's tables give it (per character, from the documentation);
+    for GPT-4o's list (o200k's twin) letters split into A-Z, a-z and the rest (both cases there)."""
     ch = chr(c)
+    cased = pattern_name == "o200k"
     if c < 128:
-        return "L" if ch.isalpha() else "N" if ch.isdigit() else "S" if ch in " \t\n\r\f\v" else "O"
+        if ch.isalpha():
+            return ("U" if ch.isupper() else "l") if cased else "L"
+        return "N" if ch.isdigit() else "S" if ch in " \t\n\r\f\v" else "O"
     if c in WHITESPACE:
         return "S"
-    return {"L": "L", "N": "N", "M": "M"}.get(unicodedata.category(ch)[0], "O")
+    kind = {"L": "B" if cased else "L", "N": "N", "M": "O" if cased else "M"}
+    return kind.get(unicodedata.category(ch)[0], "O")
 
 
-def _regex_class(c: int) -> str:
+def _regex_class(c: int, pattern_name: str) -> str:
     ch = chr(c)
-    for name, spelled in (("L", r"\p{L}"), ("N", r"\p{N}"), ("M", r"\p{M}"), ("S", r"\s")):
-        if regex.fullmatch(spelled, ch):
+    if pattern_name == "o200k":
+        spelled = (("U", r"[\p{Lu}\p{Lt}]"), ("l", r"\p{Ll}"), ("B", r"[\p{Lm}\p{Lo}\p{M}]"), ("N", r"\p{N}"),
+                   ("S", r"\s"))
+    else:
+        spelled = (("L", r"\p{L}"), ("N", r"\p{N}"), ("M", r"\p{M}"), ("S", r"\s"))
+    for name, pattern in spelled:
+        if regex.fullmatch(pattern, ch):
             return name
     return "O"
 
 
-@pytest.mark.parametrize("pattern_name", ["gpt2", "llama3", "qwen35"])
+@pytest.mark.parametrize("pattern_name", ["gpt2", "llama3", "qwen35", "o200k"])
 def test_unsafe_code_points_match_a_per_character_oracle(pattern_name):
     unsafe = unsafe_code_points(pattern_name)
     assert unsafe.shape == (0x110000,) and not unsafe[:128].any() and ascii_agrees(pattern_name)
@@ -73,8 +82,8 @@ def test_unsafe_code_points_match_a_per_character_oracle(pattern_name):
     for c in sample:
         if 0xD800 <= c < 0xE000:
             continue
-        expected = _their_class(c) != _regex_class(c) or c in folds
-        assert unsafe[c] == expected, (hex(c), _their_class(c), _regex_class(c))
+        theirs, ours = _their_class(c, pattern_name), _regex_class(c, pattern_name)
+        assert unsafe[c] == (theirs != ours or c in folds), (hex(c), theirs, ours)
     assert unsafe.sum() > 100  # the newer Unicode tables assign letters llama.cpp's do not know
 
 
@@ -116,21 +125,22 @@ def test_fused_equals_the_reference_path(variants, variant, texts):
     assert fused.encode_ordinary_batch(texts) == [reference.encode_ordinary(t) for t in texts]
 
 
-def test_screened_text_takes_the_reference_path_and_the_rest_does_not(variants):
+def test_screened_text_takes_the_emulated_split_and_the_rest_the_twin(variants):
     tok = Tokenizer(variants["pre:llama3"])
-    referenced = []
-    plain = tok._reference
-    tok._reference = lambda text: referenced.append(text) or plain(text)
+    naive = Tokenizer(variants["pre:llama3"], algorithm="naive")
+    llama = tok._llama_fused
+    tok._reference = lambda text: pytest.fail(f"the reference path ran on {text!r}")
     safe = "It's 2024: naïve café, 東京 ×3 — Ωmega\u00a0end\n"
-    assert tok.encode_ordinary(safe) == Tokenizer(variants["pre:llama3"], algorithm="naive").encode_ordinary(safe)
-    assert referenced == []
+    assert llama.pipeline_for(safe) is llama.pipeline and llama.pipeline.splitter is None
+    assert tok.encode_ordinary(safe) == naive.encode_ordinary(safe)
     for unsafe in ("x'ſx", "word \U000105c0 word", "a\ud800b"):  # and lone surrogates
-        referenced.clear()
-        expected = Tokenizer(variants["pre:llama3"], algorithm="naive").encode_ordinary(unsafe)
-        assert tok.encode_ordinary(unsafe) == expected
-        assert len(referenced) == 1, unsafe
-    # llama.cpp's contractions are 's and 'S: 'ſx is one piece there, 'ſ and x under regex's (?i:'s)
-    assert tok.pretokenizer.split("'ſx") == ["'ſx"]
+        emulated = llama.pipeline_for(unsafe)
+        assert type(emulated.splitter).__name__ == "LlamaCppPretokenizer"
+        assert tok.encode_ordinary(unsafe) == naive.encode_ordinary(unsafe), unsafe
+    # llama.cpp's contractions are 's and 'S: 'ſx is one piece there, 'ſ and x under the twin's (?i:'s)
+    from bpebench.algorithms.formats.patterns import LLAMA3
+
+    assert tok.pretokenizer.split("'ſx") == ["'ſx"] and regex.findall(LLAMA3, "'ſx") == ["'ſ", "x"]
 
 
 def test_the_table_is_kept_on_disk_and_a_damaged_copy_is_rebuilt(tmp_path, monkeypatch):

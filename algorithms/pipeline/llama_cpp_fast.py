@@ -17,10 +17,11 @@ against ``regex`` over every code point in eight contexts):
   letter but is not one of them (only ſ) is listed too.
 
 So a text with none of the listed code points (nor a lone surrogate) splits alike under both, and
-the fused pipeline encodes it with the ids llama.cpp gives; any other text takes the Tokenizer's
-reference path (llama.cpp's split emulated over ``re``, then the vocabulary's encoder). Every
-other byte-level pre-tokenizer has no twin: its split as emulated (``LlamaCppPretokenizer``)
-feeds the compiled BPE stage, as ``regex`` feeds it for a pattern with no compiled pre-tokenizer.
+the fused pipeline encodes it with the ids llama.cpp gives; any other text is split by the
+emulation of llama.cpp's pre-tokenizer (``LlamaCppPretokenizer``, over ``re``, as the reference
+path splits) and its pieces go to the same compiled BPE stage, as ``regex``'s go for a pattern
+with no compiled pre-tokenizer. Every other byte-level pre-tokenizer has no twin: its texts all
+take that second way.
 The special tokens are llama.cpp's rules either way: the Tokenizer's carver cuts them out first,
 and only the ordinary text between them comes here.
 
@@ -44,14 +45,24 @@ from ..formats import llama_cpp_pre
 QWEN35 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*"
           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 #: the twin of each of llama.cpp's hand-written splitters (its regex list): a compiled pre-tokenizer
-#: or, for Qwen3.5, a pattern for the generated matcher
+#: or, for Qwen3.5, a pattern for the generated matcher; and o200k's compiled pre-tokenizer for
+#: GPT-4o's list (Llama 4's), which llama.cpp runs as a regex on collapsed categories
 _SPLITTERS = {(llama_cpp_pre._GPT2,): "gpt2", (llama_cpp_pre._LLAMA3,): "llama3", (llama_cpp_pre._QWEN2,): "qwen2",
-              llama_cpp_pre.PRE_TYPES["qwen35"].regexes: "qwen35"}
+              llama_cpp_pre.PRE_TYPES["qwen35"].regexes: "qwen35", llama_cpp_pre.PRE_TYPES["gpt4o"].regexes: "o200k"}
 TWIN_PATTERNS = {"qwen35": QWEN35}
 #: the contraction letters the case-insensitive patterns fold
 _CONTRACTION_LETTERS = "sdmtlvre"
-#: letter, number, mark, whitespace; none of them: other
-_CLASS_REGEXES = (r"\p{L}+", r"\p{N}+", r"\p{M}+", r"\s+")
+#: what a pattern asks of a character, as (llama.cpp's spelling, regex's spelling) of each class; a
+#: character in none of them is "other". Letter, number, mark, whitespace for the four hand-written
+#: splitters. GPT-4o's list asks "a letter that is not a-z" for o200k's upper-case class and "a
+#: letter that is not A-Z" for its lower-case one, so under llama.cpp every non-ASCII letter is
+#: both, as o200k's Lm, Lo and marks are; its Lu, Lt, Ll (non-ASCII) and its marks (not letters
+#: for llama.cpp) then differ
+_CLASSES = {
+    "plain": ((r"\p{L}+", r"\p{L}+"), (r"\p{N}+", r"\p{N}+"), (r"\p{M}+", r"\p{M}+"), (r"\s+", r"\s+")),
+    "o200k": (("[A-Z]+", r"[\p{Lu}\p{Lt}]+"), ("[a-z]+", r"\p{Ll}+"),
+              (r"(?:(?=[\p{L}])[^a-zA-Z])+", r"[\p{Lm}\p{Lo}\p{M}]+"), (r"\p{N}+", r"\p{N}+"), (r"\s+", r"\s+")),
+}
 _CODE_POINTS = 0x110000
 
 
@@ -145,8 +156,9 @@ def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
 
     from .llama_cpp_split import collapse_regex, ecmascript_to_python
 
-    theirs = [re.compile(ecmascript_to_python(collapse_regex(r)), re.ASCII).finditer for r in _CLASS_REGEXES]
-    ours = [regex.compile(r).finditer for r in _CLASS_REGEXES]
+    classes = _CLASSES["o200k" if pattern_name == "o200k" else "plain"]
+    theirs = [re.compile(ecmascript_to_python(collapse_regex(a)), re.ASCII).finditer for a, _ in classes]
+    ours = [regex.compile(b).finditer for _, b in classes]
     differ = _classes(folded, theirs) != _classes(text, ours)
     if pattern_name != "gpt2":  # (?i:'s|'t|...): regex folds other letters onto these
         for match in regex.finditer(f"(?i:[{_CONTRACTION_LETTERS}])", text):
@@ -156,21 +168,36 @@ def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
 
 
 class LlamaCppFused:
-    """The fused pipeline of a GGUF vocabulary: with the twin of its pre-tokenizer (``pattern_name``)
+    """The fused pipelines of a GGUF vocabulary: with the twin of its pre-tokenizer (``pattern_name``)
     for the ordinary text that passes the screen, else with llama.cpp's split as emulated
     (``LlamaCppPretokenizer``, over ``re``) feeding the compiled BPE stage."""
 
     def __init__(self, vocabulary, pre_type: str, piece_cache_slots: int | None) -> None:
-        from .fast_pipeline import fused_pipeline
-
         self.pattern_name = compiled_pattern(pre_type)
         if self.pattern_name in TWIN_PATTERNS:
             split = ("pattern", TWIN_PATTERNS[self.pattern_name])
         else:
             split = ("compiled", self.pattern_name) if self.pattern_name else ("emulated", pre_type)
-        self.pipeline = fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split)
+        self._made = (vocabulary, piece_cache_slots, pre_type)
+        self.pipeline = self._pipeline(split)
+        self._emulated = self.pipeline if self.pattern_name is None else None  # made on the first text stopped
         self._ascii_passes = self.pattern_name is None or ascii_agrees(self.pattern_name)
         self._unsafe = None  # made on the first text that is not ASCII
+
+    def _pipeline(self, split: tuple[str, str]):
+        from .fast_pipeline import fused_pipeline
+
+        vocabulary, piece_cache_slots, _ = self._made
+        return fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split)
+
+    def pipeline_for(self, text: str):
+        """The pipeline that encodes ``text`` as llama.cpp does: the twin's when it passes the
+        screen, else the one the emulated split feeds."""
+        if self.passes(text):
+            return self.pipeline
+        if self._emulated is None:
+            self._emulated = self._pipeline(("emulated", self._made[2]))
+        return self._emulated
 
     def passes(self, text: str) -> bool:
         """True when ``text`` splits alike under llama.cpp and the pipeline's pre-tokenizer."""

@@ -288,7 +288,7 @@ class Tokenizer:
     @property
     def fused(self) -> bool:
         """True when texts go through the fused compiled pipeline (for a GGUF file: its ordinary text,
-        but for text a twin of llama.cpp's pre-tokenizer may split otherwise, ``llama_cpp_fast``)."""
+        split by a twin of llama.cpp's pre-tokenizer or by its emulation, ``llama_cpp_fast``)."""
         return self._fused is not None or self._llama_fused is not None
 
     @property
@@ -406,20 +406,20 @@ class Tokenizer:
         return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
     def _llama_fused_ids(self, text: str, as_array: bool, num_threads: int | None = None):
-        """The ids of ordinary ``text`` of a GGUF file through the fused pipeline (int32, or a list;
-        a long text in parts on the threads), or None when it must take the reference path: no
-        fused pipeline, or a character the screen of ``llama_cpp_fast`` stops."""
+        """The ids of ordinary ``text`` of a GGUF file through a fused pipeline (int32, or a list; a
+        long text in parts on the threads): the twin of llama.cpp's pre-tokenizer where the text
+        passes its screen, else the emulated split feeding the compiled BPE stage
+        (``llama_cpp_fast``). None when the file has no fused pipeline."""
         llama = self._llama_fused
         if llama is None or not text:
             return None
         text = self._normalize(text)
-        if not llama.passes(text):
-            return None
+        fused = llama.pipeline_for(text)
         if len(text) >= MIN_PARALLEL_BYTES:
-            parts = self._encoded_parts if llama.pipeline.splitter is None else self._split_encoded_parts
-            return parts(text, thread_count(num_threads), as_array, fused=llama.pipeline)
+            parts = self._encoded_parts if fused.splitter is None else self._split_encoded_parts
+            return parts(text, thread_count(num_threads), as_array, fused=fused)
         data = utf8(text)  # lone surrogates become U+FFFD, as on the reference path (``valid_text``)
-        return llama.pipeline.encode_utf8(data) if as_array else llama.pipeline.encode_list(data)
+        return fused.encode_utf8(data) if as_array else fused.encode_list(data)
 
     def _parts(self, normalized: str, threads: int, fused) -> PartSpans:
         """A long normalized text cut at pre-token boundaries into parts that shrink towards its end
