@@ -189,3 +189,52 @@ def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, variant, thre
     assert tok.encode_ordinary(plain, num_threads=threads) == reference.encode_ordinary(plain)
     assert tok.encode_to_numpy(plain, num_threads=threads).tolist() == reference.encode_ordinary(plain)
     assert in_parts == [plain, plain]
+
+
+@pytest.mark.parametrize("variant", ["pre:gpt-2", "pre:llama3", "pre:gpt-4o"])
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(_TEXTS, min_size=1, max_size=12))
+def test_texts_cut_into_runs_for_the_screen_give_the_reference_ids(variants, variant, lines):
+    """Stretches between line feeds that follow a non-space and precede a letter are screened on
+    their own (here from 8 characters on, so drawn texts are cut too)."""
+    tok, naive = Tokenizer(variants[variant]), Tokenizer(variants[variant], algorithm="naive")
+    tok._llama_fused.RUN_CHARACTERS = 8
+    text = "\nA".join(lines)
+    assert tok.encode_ordinary(text) == naive.encode_ordinary(text)
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == naive.encode_ordinary(text)
+
+
+def test_one_stopped_stretch_leaves_the_rest_on_the_twin(variants):
+    tok = Tokenizer(variants["pre:gpt-4o"])
+    llama = tok._llama_fused
+    plain = "".join(f"Line {i} of plain text, nothing to stop.\n" for i in range(60))
+    text = plain + "Une ligne où É s'écrit.\n" + plain
+    runs = llama.runs(text)
+    assert [fused is llama.pipeline for _, _, fused in runs] == [True, False, True]
+    assert runs[0][0] == 0 and runs[-1][1] == len(text) and all(a[1] == b[0] for a, b in zip(runs, runs[1:]))
+    assert "É" in text[runs[1][0]:runs[1][1]] and len(text[runs[1][0]:runs[1][1]]) < 1200
+    assert tok.encode_ordinary(text) == Tokenizer(variants["pre:gpt-4o"], algorithm="naive").encode_ordinary(text)
+
+
+@pytest.fixture(scope="module")
+def real_ranks(tmp_path_factory):
+    """cl100k's ranks written as GGUF files of two types: merges for line feeds and punctuation
+    runs (``.\\n``) that the whole-line fixture lacks, so a wrong cut shows in the ids."""
+    pytest.importorskip("gguf")
+    from bpebench.benchmarks.quick_gguf import gguf_from_ranks
+
+    directory = tmp_path_factory.mktemp("llama_cpp_ranks")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BPEBENCH_VOCAB_CACHE", "off")  # a cache file per temporary path would only pile up
+        return {pre: load_path(gguf_from_ranks("cl100k_base", pre, str(directory / f"{pre}.gguf")))
+                for pre in ("gpt-4o", "llama-bpe")}
+
+
+@pytest.mark.parametrize("pre", ["gpt-4o", "llama-bpe"])
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(_TEXTS, min_size=1, max_size=8))
+def test_runs_on_real_ranks_give_the_reference_ids(real_ranks, pre, lines):
+    tok, naive = Tokenizer(real_ranks[pre]), Tokenizer(real_ranks[pre], algorithm="naive")
+    tok._llama_fused.RUN_CHARACTERS = 8
+    text = ".\nA".join(lines)
+    assert tok.encode_ordinary(text) == naive.encode_ordinary(text)

@@ -172,6 +172,9 @@ class LlamaCppFused:
     for the ordinary text that passes the screen, else with llama.cpp's split as emulated
     (``LlamaCppPretokenizer``, over ``re``) feeding the compiled BPE stage."""
 
+    #: the shortest stretch of a text that ``runs`` screens on its own
+    RUN_CHARACTERS = 1024
+
     def __init__(self, vocabulary, pre_type: str, piece_cache_slots: int | None) -> None:
         self.pattern_name = compiled_pattern(pre_type)
         if self.pattern_name in TWIN_PATTERNS:
@@ -198,6 +201,32 @@ class LlamaCppFused:
         if self._emulated is None:
             self._emulated = self._pipeline(("emulated", self._made[2]))
         return self._emulated
+
+    def runs(self, text: str) -> list[tuple[int, int, object]]:
+        """``[(start, end, pipeline)]`` covering ``text``: one run when the whole text passes the
+        screen (or has no twin); else, for the twins whose pieces never cross a line feed between
+        a character that is not whitespace and a letter (``parallel._BOUNDARY``; nor do llama.cpp's:
+        the letter's side classes alike or is "other" there, and no piece takes a line feed and
+        then anything but whitespace or ``/``), the text cut there into stretches of at least
+        ``RUN_CHARACTERS``, each with the pipeline for it, neighbours with the same one joined.
+        So one accented word takes only its stretch off the twin."""
+        from .parallel import _BOUNDARY, CUTTABLE_PATTERNS
+
+        whole = self.pipeline_for(text)
+        if whole is self.pipeline or self.pattern_name not in CUTTABLE_PATTERNS:
+            return [(0, len(text), whole)]
+        out: list[tuple[int, int, object]] = []
+        start = 0
+        for end in [m.end() for m in _BOUNDARY.finditer(text)] + [len(text)]:
+            if end - start < self.RUN_CHARACTERS and end < len(text):
+                continue
+            fused = self.pipeline_for(text[start:end])
+            if out and out[-1][2] is fused:
+                out[-1] = (out[-1][0], end, fused)
+            else:
+                out.append((start, end, fused))
+            start = end
+        return out
 
     def passes(self, text: str) -> bool:
         """True when ``text`` splits alike under llama.cpp and the pipeline's pre-tokenizer."""
