@@ -1051,10 +1051,10 @@ def unsupported_reason(vocab, *, llama_cpp_split: tuple[str, str] | None = None)
     """Why the fused pipeline cannot encode ``vocab`` (None when it can). A pattern with no
     compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes; nor are
     merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie.
-    A GGUF file's vocabulary needs ``llama_cpp_split``: ``("compiled", name)`` or ``("pattern",
-    regex)``, a compiled pattern or a pattern that splits as its llama.cpp pre-tokenizer on the texts
-    its caller lets through, or ``("emulated", type)``, that pre-tokenizer's type, whose split
-    ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
+    A GGUF file's vocabulary needs ``llama_cpp_split``: ``("compiled", name)``, a compiled pattern
+    that splits as its llama.cpp pre-tokenizer when given llama.cpp's class table; ``("pattern",
+    regex)``, a pattern that does on the texts its caller lets through; or ``("emulated", type)``,
+    that pre-tokenizer's type, whose split ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
     if vocab.llama_cpp is not None and llama_cpp_split is None:
@@ -1213,7 +1213,12 @@ class FusedPipeline:
             raise BpebenchError(f"{vocabulary.name}: no fused pipeline: {reason}")
         self.vocabulary = vocabulary
         tables = compile_vocabulary(vocabulary)
-        stage1, stage2 = get_tables()
+        if llama_cpp_split is not None and llama_cpp_split[0] == "compiled":
+            from .llama_cpp_fast import class_tables
+
+            stage1, stage2 = class_tables(llama_cpp_split[1])  # llama.cpp's view of every code point
+        else:
+            stage1, stage2 = get_tables()
         matcher = build_matcher(vocabulary)
         short = short_piece_tables(vocabulary, tables, matcher)
         unreachable = bool(short["unreachable"][0])

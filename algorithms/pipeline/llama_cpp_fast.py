@@ -52,17 +52,8 @@ _SPLITTERS = {(llama_cpp_pre._GPT2,): "gpt2", (llama_cpp_pre._LLAMA3,): "llama3"
 TWIN_PATTERNS = {"qwen35": QWEN35}
 #: the contraction letters the case-insensitive patterns fold
 _CONTRACTION_LETTERS = "sdmtlvre"
-#: what a pattern asks of a character, as (llama.cpp's spelling, regex's spelling) of each class; a
-#: character in none of them is "other". Letter, number, mark, whitespace for the four hand-written
-#: splitters. GPT-4o's list asks "a letter that is not a-z" for o200k's upper-case class and "a
-#: letter that is not A-Z" for its lower-case one, so under llama.cpp every non-ASCII letter is
-#: both, as o200k's Lm, Lo and marks are; its Lu, Lt, Ll (non-ASCII) and its marks (not letters
-#: for llama.cpp) then differ
-_CLASSES = {
-    "plain": ((r"\p{L}+", r"\p{L}+"), (r"\p{N}+", r"\p{N}+"), (r"\p{M}+", r"\p{M}+"), (r"\s+", r"\s+")),
-    "o200k": (("[A-Z]+", r"[\p{Lu}\p{Lt}]+"), ("[a-z]+", r"\p{Ll}+"),
-              (r"(?:(?=[\p{L}])[^a-zA-Z])+", r"[\p{Lm}\p{Lo}\p{M}]+"), (r"\p{N}+", r"\p{N}+"), (r"\s+", r"\s+")),
-}
+#: what Qwen3.5's pattern asks of a character: letter, number, mark, whitespace; none of them: other
+_CLASS_REGEXES = (r"\p{L}+", r"\p{N}+", r"\p{M}+", r"\s+")
 _CODE_POINTS = 0x110000
 
 
@@ -156,9 +147,8 @@ def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
 
     from .llama_cpp_split import collapse_regex, ecmascript_to_python
 
-    classes = _CLASSES["o200k" if pattern_name == "o200k" else "plain"]
-    theirs = [re.compile(ecmascript_to_python(collapse_regex(a)), re.ASCII).finditer for a, _ in classes]
-    ours = [regex.compile(b).finditer for _, b in classes]
+    theirs = [re.compile(ecmascript_to_python(collapse_regex(r)), re.ASCII).finditer for r in _CLASS_REGEXES]
+    ours = [regex.compile(r).finditer for r in _CLASS_REGEXES]
     differ = _classes(folded, theirs) != _classes(text, ours)
     if pattern_name != "gpt2":  # (?i:'s|'t|...): regex folds other letters onto these
         for match in regex.finditer(f"(?i:[{_CONTRACTION_LETTERS}])", text):
@@ -167,13 +157,60 @@ def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
     return differ
 
 
+def _read_or_make(path, make, what: str) -> bytes:
+    """The payload kept at ``path`` (``write_checked``), else ``make()``'s, written there."""
+    from ..cache.files import CacheDamaged, discard, read_checked, write_checked
+
+    try:
+        payload = read_checked(path)
+        if payload is not None:
+            return payload
+    except CacheDamaged as exc:
+        discard(path, f"{what}: {exc}")
+    payload = make()
+    write_checked(path, payload)
+    return payload
+
+
+@lru_cache(maxsize=None)
+def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(stage1, stage2)``: the compiled pre-tokenizer's class table (``unicode_table``) with
+    llama.cpp's answer for every non-ASCII code point: a letter, number or whitespace as its
+    categories say (``category_codes``, Unicode 14.0 here), no contraction letter (llama.cpp spells
+    them ``'[sS]``, so ſ folds to none), and for GPT-4o's list (``o200k``) every letter in both case
+    classes and marks in neither. The twin's compiled pre-tokenizer reading it splits as llama.cpp
+    on every text, with no screen. Kept in the cache root like the list of ``unsafe_code_points``."""
+    from .llama_cpp_split import _LETTER, _NUMBER, _VTAB, category_codes
+    from .pretokenize_compiled import get_tables
+    from .unicode_table import (BLOCK, F_L, F_LO, F_N, F_UP, F_WS, FOLD_SHIFT, N_BLOCKS, N_CODEPOINTS,
+                                two_level)
+
+    def make() -> bytes:
+        stage1, stage2 = get_tables()
+        points = np.arange(N_CODEPOINTS)
+        flat = stage2[(stage1[points >> 8].astype(np.int64) << 8) | (points & 255)].astype(np.uint16)
+        codes = category_codes()
+        above = points >= 128  # ASCII keeps regex's bits: the two sides class it alike (``ascii_agrees``)
+        cased = F_UP | F_LO if pattern_name == "o200k" else 0
+        flat[above] &= np.uint16(~(F_L | F_N | F_WS | F_UP | F_LO | (0xF << FOLD_SHIFT)) & 0xFFFF)
+        flat[above & (codes == _LETTER)] |= np.uint16(F_L | cased)
+        flat[above & (codes == _NUMBER)] |= np.uint16(F_N)
+        flat[above & (codes == _VTAB)] |= np.uint16(F_WS)
+        one, two = two_level(flat)
+        return one.astype(np.int32).tobytes() + two.astype(np.uint16).tobytes()
+
+    payload = bytearray(_read_or_make(_cache_path(f"classes_{pattern_name}"), make, "llama.cpp class table"))
+    stage1 = np.frombuffer(payload, dtype=np.int32, count=N_BLOCKS)
+    stage2 = np.frombuffer(payload, dtype=np.uint16, offset=stage1.nbytes)
+    if int(stage1.max()) >= len(stage2) // BLOCK or len(stage2) % BLOCK:
+        raise ValueError("a llama.cpp class table of the wrong shape")  # written by this function only
+    return stage1, stage2
+
+
 class LlamaCppFused:
     """The fused pipelines of a GGUF vocabulary: with the twin of its pre-tokenizer (``pattern_name``)
     for the ordinary text that passes the screen, else with llama.cpp's split as emulated
     (``LlamaCppPretokenizer``, over ``re``) feeding the compiled BPE stage."""
-
-    #: the shortest stretch of a text that ``runs`` screens on its own
-    RUN_CHARACTERS = 1024
 
     def __init__(self, vocabulary, pre_type: str, piece_cache_slots: int | None) -> None:
         self.pattern_name = compiled_pattern(pre_type)
@@ -184,7 +221,10 @@ class LlamaCppFused:
         self._made = (vocabulary, piece_cache_slots, pre_type)
         self.pipeline = self._pipeline(split)
         self._emulated = self.pipeline if self.pattern_name is None else None  # made on the first text stopped
-        self._ascii_passes = self.pattern_name is None or ascii_agrees(self.pattern_name)
+        # the compiled twins read llama.cpp's class table (``class_tables``): only a generated
+        # matcher's, whose classes are ``regex``'s, needs the screen
+        self._screened = self.pattern_name in TWIN_PATTERNS
+        self._ascii_passes = not self._screened or ascii_agrees(self.pattern_name)
         self._unsafe = None  # made on the first text that is not ASCII
 
     def _pipeline(self, split: tuple[str, str]):
@@ -202,35 +242,9 @@ class LlamaCppFused:
             self._emulated = self._pipeline(("emulated", self._made[2]))
         return self._emulated
 
-    def runs(self, text: str) -> list[tuple[int, int, object]]:
-        """``[(start, end, pipeline)]`` covering ``text``: one run when the whole text passes the
-        screen (or has no twin); else, for the twins whose pieces never cross a line feed between
-        a character that is not whitespace and a letter (``parallel._BOUNDARY``; nor do llama.cpp's:
-        the letter's side classes alike or is "other" there, and no piece takes a line feed and
-        then anything but whitespace or ``/``), the text cut there into stretches of at least
-        ``RUN_CHARACTERS``, each with the pipeline for it, neighbours with the same one joined.
-        So one accented word takes only its stretch off the twin."""
-        from .parallel import _BOUNDARY, CUTTABLE_PATTERNS
-
-        whole = self.pipeline_for(text)
-        if whole is self.pipeline or self.pattern_name not in CUTTABLE_PATTERNS:
-            return [(0, len(text), whole)]
-        out: list[tuple[int, int, object]] = []
-        start = 0
-        for end in [m.end() for m in _BOUNDARY.finditer(text)] + [len(text)]:
-            if end - start < self.RUN_CHARACTERS and end < len(text):
-                continue
-            fused = self.pipeline_for(text[start:end])
-            if out and out[-1][2] is fused:
-                out[-1] = (out[-1][0], end, fused)
-            else:
-                out.append((start, end, fused))
-            start = end
-        return out
-
     def passes(self, text: str) -> bool:
         """True when ``text`` splits alike under llama.cpp and the pipeline's pre-tokenizer."""
-        if self.pattern_name is None:  # the emulated split itself
+        if not self._screened:  # a compiled twin with llama.cpp's classes, or the emulated split itself
             return True
         if text.isascii() and self._ascii_passes:
             return True

@@ -407,26 +407,14 @@ class Tokenizer:
 
     def _llama_fused_ids(self, text: str, as_array: bool, num_threads: int | None = None):
         """The ids of ordinary ``text`` of a GGUF file through a fused pipeline (int32, or a list; a
-        long text in parts on the threads): the twin of llama.cpp's pre-tokenizer where the text
-        passes its screen, else the emulated split feeding the compiled BPE stage
+        long text in parts on the threads): the twin of llama.cpp's pre-tokenizer (behind a screen
+        for a generated matcher's), else the emulated split feeding the compiled BPE stage
         (``llama_cpp_fast``). None when the file has no fused pipeline."""
         llama = self._llama_fused
         if llama is None or not text:
             return None
         text = self._normalize(text)
-        runs = llama.runs(text)  # the stretches the screen stops, and those between them
-        if len(runs) == 1:
-            return self._fused_run(text, runs[0][2], as_array, num_threads)
-        encoded = [self._fused_run(text[start:end], fused, as_array, num_threads) for start, end, fused in runs]
-        if as_array:
-            return np.concatenate(encoded)
-        ids = encoded[0]
-        for more in encoded[1:]:
-            ids += more
-        return ids
-
-    def _fused_run(self, text: str, fused, as_array: bool, num_threads: int | None):
-        """``text``'s ids by the fused pipeline ``fused`` (a long text in parts on the threads)."""
+        fused = llama.pipeline_for(text)
         if len(text) >= MIN_PARALLEL_BYTES:
             parts = self._encoded_parts if fused.splitter is None else self._split_encoded_parts
             return parts(text, thread_count(num_threads), as_array, fused=fused)
