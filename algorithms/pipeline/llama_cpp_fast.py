@@ -5,30 +5,28 @@ Qwen3.5's (its types ``gpt2``, ``llama3``, ``qwen2``, ``qwen35`` and the types t
 lists, e.g. ``dbrx``, ``mpt``, ``stablelm2``). That code splits as the same pattern run by
 ``regex`` (the compiled pre-tokenizers of the first three follow it, the generated matcher of
 ``pretokenize_program`` takes Qwen3.5's), but for two things (``docs/gguf-tiktoken.md``, llama.cpp
-against ``regex`` over every code point in eight contexts):
+against ``regex`` over every code point in eight contexts): the Unicode tables (llama.cpp's
+categories, emulated here from :mod:`unicodedata`, against the ``regex`` module's newer ones), and
+``'ſ``: ``regex`` folds U+017F (long s) onto the case-insensitive contractions' ``s``, llama.cpp
+does not. GPT-4o's list (Llama 4's), which llama.cpp runs as a regex over collapsed categories, is
+o200k's with case classes under which every non-ASCII letter is both cases and marks are not
+letters.
 
-* **the Unicode tables**: llama.cpp's categories (emulated here from :mod:`unicodedata`) against
-  the ``regex`` module's newer ones. What the four patterns ask of a character is whether it is
-  a letter, a number, a mark, whitespace or none of these; :func:`unsafe_code_points` lists the
-  code points whose answer differs (14,184 with Unicode 14 against 17: code points assigned
-  since, 46 of them in the Basic Multilingual Plane);
-* **``'ſ``**: the contractions of all but GPT-2 are case-insensitive, and ``regex`` folds U+017F
-  (long s) to ``s`` where llama.cpp does not: every code point that folds onto a contraction
-  letter but is not one of them (only ſ) is listed too.
+All of that is how characters are classed, and a compiled pre-tokenizer reads its classes from the
+two-stage table its Plan carries: :func:`class_tables` gives a compiled twin llama.cpp's classes
+for every non-ASCII code point, and it then splits as llama.cpp on every text. Qwen3.5's generated
+matcher reads ``regex``'s classes, so its texts are screened: :func:`unsafe_code_points` lists the
+code points whose class (letter, number, mark, whitespace, other) the two sides answer differently
+(14,184 with Unicode 14 against 17, all assigned since 14), with ſ and the surrogates; a text
+holding one, and every text of a pre-tokenizer with no twin, is split by the emulation of
+llama.cpp's pre-tokenizer (``LlamaCppPretokenizer``, over ``re``, as the reference path splits)
+and its pieces go to the same compiled BPE stage, as ``regex``'s go for a pattern with no compiled
+pre-tokenizer. The special tokens are llama.cpp's rules throughout: the Tokenizer's carver cuts
+them out first, and only the ordinary text between them comes here.
 
-So a text with none of the listed code points (nor a lone surrogate) splits alike under both, and
-the fused pipeline encodes it with the ids llama.cpp gives; any other text is split by the
-emulation of llama.cpp's pre-tokenizer (``LlamaCppPretokenizer``, over ``re``, as the reference
-path splits) and its pieces go to the same compiled BPE stage, as ``regex``'s go for a pattern
-with no compiled pre-tokenizer. Every other byte-level pre-tokenizer has no twin: its texts all
-take that second way.
-The special tokens are llama.cpp's rules either way: the Tokenizer's carver cuts them out first,
-and only the ordinary text between them comes here.
-
-Complexity: the screen is one table read per character of a text that is not ASCII (ASCII text
-needs no look once the 128 ASCII characters are found to agree), then the fused pipeline's linear
-encode. Exact: the text either passes the screen or goes to the reference path (tested against
-llama.cpp's recorded ids and against the reference path on drawn text).
+Complexity: linear, as the fused pipeline (the screen adds one table read per character of a text
+that is not ASCII); the emulated split is ``re``'s. Exact: tested against llama.cpp's recorded ids
+and against the reference path on drawn text and on words the two tables class differently.
 """
 
 from __future__ import annotations
