@@ -1052,7 +1052,8 @@ def unsupported_reason(vocab, *, llama_cpp_split: tuple[str, str] | None = None)
     compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes; nor are
     merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie.
     A GGUF file's vocabulary needs ``llama_cpp_split``: ``("compiled", name)``, a compiled pattern
-    that splits as its llama.cpp pre-tokenizer when given llama.cpp's class table; ``("pattern",
+    that splits as its llama.cpp pre-tokenizer when given llama.cpp's class table (the pipeline's
+    ``classes``); ``("pattern",
     regex)``, a pattern that does on the texts its caller lets through; or ``("emulated", type)``,
     that pre-tokenizer's type, whose split ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
     if vocab.hidden:
@@ -1200,7 +1201,8 @@ class FusedPipeline:
     PIECE_CACHE_SLOTS = 1 << 15
 
     def __init__(self, vocabulary, *, piece_cache_slots: int | None = None,
-                 llama_cpp_split: tuple[str, str] | None = None) -> None:
+                 llama_cpp_split: tuple[str, str] | None = None,
+                 classes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
@@ -1213,12 +1215,7 @@ class FusedPipeline:
             raise BpebenchError(f"{vocabulary.name}: no fused pipeline: {reason}")
         self.vocabulary = vocabulary
         tables = compile_vocabulary(vocabulary)
-        if llama_cpp_split is not None and llama_cpp_split[0] == "compiled":
-            from .llama_cpp_fast import class_tables
-
-            stage1, stage2 = class_tables(llama_cpp_split[1])  # llama.cpp's view of every code point
-        else:
-            stage1, stage2 = get_tables()
+        stage1, stage2 = get_tables() if classes is None else classes
         matcher = build_matcher(vocabulary)
         short = short_piece_tables(vocabulary, tables, matcher)
         unreachable = bool(short["unreachable"][0])
@@ -1704,12 +1701,15 @@ class _DirectCall:
 
 
 def fused_pipeline(vocabulary, piece_cache_slots: int | None = None, *,
-                   llama_cpp_split: tuple[str, str] | None = None) -> FusedPipeline:
+                   llama_cpp_split: tuple[str, str] | None = None,
+                   classes: tuple[np.ndarray, np.ndarray] | None = None) -> FusedPipeline:
     """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup``,
-    piece-cache size and pattern; its piece caches are per thread)."""
+    piece-cache size and pattern; its piece caches are per thread). ``classes``: the compiled
+    pre-tokenizer's ``(stage1, stage2)`` class table when not ``regex``'s (a GGUF file's compiled
+    twin reads llama.cpp's, which its ``llama_cpp_split`` names)."""
     memo = vocabulary.__dict__.setdefault("_fused_pipelines", {})
     key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots, llama_cpp_split)
     if key not in memo:
         memo[key] = FusedPipeline(vocabulary, piece_cache_slots=piece_cache_slots,
-                                  llama_cpp_split=llama_cpp_split)
+                                  llama_cpp_split=llama_cpp_split, classes=classes)
     return memo[key]

@@ -229,7 +229,8 @@ class LlamaCppFused:
         from .fast_pipeline import fused_pipeline
 
         vocabulary, piece_cache_slots, _ = self._made
-        return fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split)
+        classes = class_tables(split[1]) if split[0] == "compiled" else None  # llama.cpp's view of each character
+        return fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split, classes=classes)
 
     def pipeline_for(self, text: str):
         """The pipeline that encodes ``text`` as llama.cpp does: the twin's when it passes the

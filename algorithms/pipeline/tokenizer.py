@@ -195,8 +195,8 @@ class Tokenizer:
         self._special_prefix = _common_prefix(specials) if specials else ""
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
         self._init_llama_cpp(vocabulary)
-        # a byte-level GGUF file: its ordinary text goes to the fused pipeline (``llama_cpp_fast``:
-        # behind a screen where a twin of llama.cpp's pre-tokenizer splits)
+        # a byte-level GGUF file: its ordinary text goes to the fused pipeline (``llama_cpp_fast``: a
+        # twin of llama.cpp's pre-tokenizer, else its emulated split before the compiled BPE stage)
         if (self._carver is not None and self._unencodable is None and requested_pretokenizer is None
                 and self._default_algorithm and self._encoder_is_fusable()):
             from .llama_cpp_fast import llama_cpp_fused
