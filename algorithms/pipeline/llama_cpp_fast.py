@@ -188,7 +188,7 @@ def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
         points = np.arange(N_CODEPOINTS)
         flat = stage2[(stage1[points >> 8].astype(np.int64) << 8) | (points & 255)].astype(np.uint16)
         codes = category_codes()
-        above = points >= 128  # ASCII keeps regex's bits: the two sides class it alike (``ascii_agrees``)
+        above = points >= 128  # ASCII keeps regex's bits: the two sides class it alike (tested)
         cased = F_UP | F_LO if pattern_name == "o200k" else 0
         flat[above] &= np.uint16(~(F_L | F_N | F_WS | F_UP | F_LO | (0xF << FOLD_SHIFT)) & 0xFFFF)
         flat[above & (codes == _LETTER)] |= np.uint16(F_L | cased)
