@@ -39,9 +39,9 @@ def gguf_from_ranks(vocab_name: str, pre: str, path: str) -> str:
     """Write the ranks vocabulary ``vocab_name`` as a byte-level GGUF file: its tokens in GPT-2's
     byte alphabet, its merges in priority order, its special tokens typed CONTROL."""
     import gguf
-    import numpy as np
 
     from bpebench.algorithms.formats.byte_alphabet import bytes_to_token_text
+    from bpebench.algorithms.peers import merges_in_priority_order
 
     vocab = load_vocabulary(vocab_name)
     texts = [bytes_to_token_text(t) for t in vocab.tokens]
@@ -51,15 +51,12 @@ def gguf_from_ranks(vocab_name: str, pre: str, path: str) -> str:
             texts.append(f"<unused{len(texts)}>")
             types.append(gguf.TokenType.UNUSED)
         texts[token_id], types[token_id] = literal, gguf.TokenType.CONTROL
-    left, right = vocab.splits
-    formed = np.flatnonzero(left >= 0)
-    formed = formed[np.argsort(vocab.priority[formed], kind="stable")]
     writer = gguf.GGUFWriter(path, "llama")
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre(pre)
     writer.add_token_list(texts)
     writer.add_token_types(types)
-    writer.add_token_merges([f"{texts[left[t]]} {texts[right[t]]}" for t in formed])
+    writer.add_token_merges([f"{texts[a]} {texts[b]}" for a, b in merges_in_priority_order(vocab)])
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

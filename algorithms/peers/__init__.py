@@ -259,6 +259,15 @@ def _hf_unsupported(vocab: Vocabulary) -> str | None:
     return _plain_text_vocabulary(vocab)
 
 
+def merges_in_priority_order(vocab: Vocabulary) -> list[tuple[int, int]]:
+    """``(left, right)`` token ids of every merge, in priority order: each reachable token as the
+    merge of its derived split (what a merge-list file, HF's or GGUF's, holds)."""
+    left, right = vocab.splits
+    formed = np.flatnonzero(left >= 0)
+    formed = formed[np.argsort(vocab.priority[formed], kind="stable")]
+    return [(int(left[t]), int(right[t])) for t in formed]
+
+
 def hf_tokenizer_from_vocabulary(vocab: Vocabulary):
     """A byte-level BPE ``tokenizers.Tokenizer`` equivalent to a ranks vocabulary.
 
@@ -278,10 +287,7 @@ def hf_tokenizer_from_vocabulary(vocab: Vocabulary):
     vocab_map = {text: i for i, text in enumerate(texts) if i not in vocab.excluded}
     for special, token_id in vocab.special_tokens.items():
         vocab_map[special] = token_id
-    left, right = vocab.splits
-    formed = np.flatnonzero(left >= 0)
-    formed = formed[np.argsort(vocab.priority[formed], kind="stable")]
-    merges = [(texts[left[t]], texts[right[t]]) for t in formed]
+    merges = [(texts[a], texts[b]) for a, b in merges_in_priority_order(vocab)]
     model = models.BPE(vocab=vocab_map, merges=merges, ignore_merges=vocab.whole_piece_lookup)
     tokenizer = Tokenizer(model)
     if vocab.normalizer == "nfc":

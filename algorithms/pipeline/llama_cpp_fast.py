@@ -52,7 +52,6 @@ TWIN_PATTERNS = {"qwen35": QWEN35}
 _CONTRACTION_LETTERS = "sdmtlvre"
 #: what Qwen3.5's pattern asks of a character: letter, number, mark, whitespace; none of them: other
 _CLASS_REGEXES = (r"\p{L}+", r"\p{N}+", r"\p{M}+", r"\s+")
-_CODE_POINTS = 0x110000
 
 
 def compiled_pattern(pre_type: str | None) -> str | None:
@@ -61,13 +60,6 @@ def compiled_pattern(pre_type: str | None) -> str | None:
     text, or None."""
     spec = llama_cpp_pre.PRE_TYPES.get(pre_type or "")
     return _SPLITTERS.get(spec.regexes) if spec is not None and spec.byte_encode else None
-
-
-def _all_code_points() -> str:
-    """Every code point in order, surrogates replaced by NUL (a str cannot hold them alone)."""
-    points = np.arange(_CODE_POINTS, dtype=np.uint32)
-    points[0xD800:0xE000] = 0
-    return points.tobytes().decode("utf-32-le")
 
 
 def _classes(text: str, finders) -> np.ndarray:
@@ -105,26 +97,23 @@ def unsafe_code_points(pattern_name: str) -> np.ndarray:
     ``pattern_name`` may differ; surrogates included. Made once per machine (0.4-0.9 s, most of it
     ``unicodedata`` over every code point) and kept in the cache root as the sorted list of those
     code points (read back in a few milliseconds)."""
-    from ..cache.files import CacheDamaged, discard, read_checked, write_checked
-
-    path = _cache_path(pattern_name)
-    try:
-        payload = read_checked(path)
-        if payload is not None:
-            points = np.frombuffer(payload, dtype=np.uint32)
-            if len(points) and int(points.max()) >= _CODE_POINTS:
-                raise CacheDamaged("a code point out of range")
-            unsafe = np.zeros(_CODE_POINTS, dtype=bool)
-            unsafe[points] = True
-            return unsafe
-    except (CacheDamaged, ValueError) as exc:
-        discard(path, str(exc))
     from .llama_cpp_split import collapsed
+    from .unicode_table import N_CODEPOINTS, _all_codepoints
 
-    text = _all_code_points()
-    unsafe = _disagreements(text, collapsed(text), pattern_name)
-    unsafe[0xD800:0xE000] = True  # (NUL stood in for them in ``text``)
-    write_checked(path, np.flatnonzero(unsafe).astype(np.uint32).tobytes())
+    def make() -> bytes:
+        text = _all_codepoints()
+        unsafe = _disagreements(text, collapsed(text), pattern_name)
+        unsafe[0xD800:0xE000] = True
+        return np.flatnonzero(unsafe).astype(np.uint32).tobytes()
+
+    def valid(payload: bytes) -> bool:
+        points = np.frombuffer(payload, dtype=np.uint32)
+        return len(payload) % 4 == 0 and (len(points) == 0 or int(points.max()) < N_CODEPOINTS)
+
+    points = np.frombuffer(_read_or_make(_cache_path(pattern_name), make, valid, "llama.cpp class list"),
+                           dtype=np.uint32)
+    unsafe = np.zeros(N_CODEPOINTS, dtype=bool)
+    unsafe[points] = True
     return unsafe
 
 
@@ -155,14 +144,17 @@ def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
     return differ
 
 
-def _read_or_make(path, make, what: str) -> bytes:
-    """The payload kept at ``path`` (``write_checked``), else ``make()``'s, written there."""
+def _read_or_make(path, make, valid, what: str) -> bytes:
+    """The payload kept at ``path`` (``write_checked``) when ``valid(payload)``, else ``make()``'s,
+    written there (a damaged or invalid file is discarded with one line)."""
     from ..cache.files import CacheDamaged, discard, read_checked, write_checked
 
     try:
         payload = read_checked(path)
         if payload is not None:
-            return payload
+            if valid(payload):
+                return payload
+            raise CacheDamaged("contents out of range")
     except CacheDamaged as exc:
         discard(path, f"{what}: {exc}")
     payload = make()
@@ -197,12 +189,18 @@ def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
         one, two = two_level(flat)
         return one.astype(np.int32).tobytes() + two.astype(np.uint16).tobytes()
 
-    payload = bytearray(_read_or_make(_cache_path(f"classes_{pattern_name}"), make, "llama.cpp class table"))
-    stage1 = np.frombuffer(payload, dtype=np.int32, count=N_BLOCKS)
-    stage2 = np.frombuffer(payload, dtype=np.uint16, offset=stage1.nbytes)
-    if int(stage1.max()) >= len(stage2) // BLOCK or len(stage2) % BLOCK:
-        raise ValueError("a llama.cpp class table of the wrong shape")  # written by this function only
-    return stage1, stage2
+    def split(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
+        stage1 = np.frombuffer(payload, dtype=np.int32, count=N_BLOCKS)
+        return stage1, np.frombuffer(payload, dtype=np.uint16, offset=stage1.nbytes)
+
+    def valid(payload: bytes) -> bool:
+        if len(payload) < 4 * N_BLOCKS or (len(payload) - 4 * N_BLOCKS) % (2 * BLOCK):
+            return False
+        stage1, stage2 = split(payload)
+        return int(stage1.min()) >= 0 and int(stage1.max()) < len(stage2) // BLOCK
+
+    return split(bytearray(_read_or_make(_cache_path(f"classes_{pattern_name}"), make, valid,
+                                         "llama.cpp class table")))
 
 
 class LlamaCppFused:
@@ -216,7 +214,7 @@ class LlamaCppFused:
             split = ("pattern", TWIN_PATTERNS[self.pattern_name])
         else:
             split = ("compiled", self.pattern_name) if self.pattern_name else ("emulated", pre_type)
-        self._made = (vocabulary, piece_cache_slots, pre_type)
+        self._vocabulary, self._piece_cache_slots, self._pre_type = vocabulary, piece_cache_slots, pre_type
         self.pipeline = self._pipeline(split)
         self._emulated = self.pipeline if self.pattern_name is None else None  # made on the first text stopped
         # the compiled twins read llama.cpp's class table (``class_tables``): only a generated
@@ -228,9 +226,8 @@ class LlamaCppFused:
     def _pipeline(self, split: tuple[str, str]):
         from .fast_pipeline import fused_pipeline
 
-        vocabulary, piece_cache_slots, _ = self._made
         classes = class_tables(split[1]) if split[0] == "compiled" else None  # llama.cpp's view of each character
-        return fused_pipeline(vocabulary, piece_cache_slots, llama_cpp_split=split, classes=classes)
+        return fused_pipeline(self._vocabulary, self._piece_cache_slots, llama_cpp_split=split, classes=classes)
 
     def pipeline_for(self, text: str):
         """The pipeline that encodes ``text`` as llama.cpp does: the twin's when it passes the
@@ -238,7 +235,7 @@ class LlamaCppFused:
         if self.passes(text):
             return self.pipeline
         if self._emulated is None:
-            self._emulated = self._pipeline(("emulated", self._made[2]))
+            self._emulated = self._pipeline(("emulated", self._pre_type))
         return self._emulated
 
     def passes(self, text: str) -> bool:
