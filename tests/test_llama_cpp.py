@@ -124,22 +124,30 @@ def test_partition_is_longest_token_first_not_leftmost():
     assert partition("a" + " " * 8 + "b", spaces) == ["a", 3, 3, 2, "b"]
 
 
-def test_carver_finds_exactly_the_literals_present():
-    """Many literals sharing a first character take the positions pass; few take str.find."""
+@pytest.mark.parametrize("many_firsts", [False, True])
+def test_carver_finds_exactly_the_literals_present(many_firsts):
+    """Many literals sharing a first character take the positions pass; few take str.find. Few
+    first characters are each looked for in the text; many are met with the text's characters."""
     import random
     from types import SimpleNamespace
 
-    from bpebench.algorithms.pipeline.llama_cpp_specials import LlamaCppCarver
+    from bpebench.algorithms.pipeline.llama_cpp_specials import _SCANNED_FIRSTS, LlamaCppCarver
 
     rng = random.Random(3)
     literals = [f"[PAD{i}]" for i in range(40)] + ["[", "[[", "<a>", "<ab>", " ", "   "]
+    pieces = ["[PAD1", "2]", "[PAD3]", "[", "<a", "b>", "<a>", " ", "x", "]"]
+    if many_firsts:
+        literals += [chr(0x4E00 + i) + ">" for i in range(_SCANNED_FIRSTS + 1)]
+        pieces += [chr(0x4E00 + i) for i in range(0, _SCANNED_FIRSTS + 1, 5)] + [">"]
     vocab = SimpleNamespace(special_tokens={t: i for i, t in enumerate(literals)},
-                            llama_cpp={"user_defined": literals})
+                            llama_cpp={"user_defined": literals[::2]})
     carver = LlamaCppCarver(vocab)
-    for _ in range(200):
-        text = "".join(rng.choice(["[PAD1", "2]", "[PAD3]", "[", "<a", "b>", "<a>", " ", "x", "]"])
-                       for _ in range(rng.randint(0, 12)))
+    always = set(literals[::2])
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         assert carver.present(text) == {t for t in literals if t in text}, text
+        # ordinary text is cut at the always-cut literals alone
+        assert carver.segments(text, frozenset()) == partition(text, [t for t in carver._tokens if t[0] in always])
 
 
 def test_partition_strips_c_whitespace_only():

@@ -636,6 +636,8 @@ class Tokenizer:
         return self._join(self._segments(text, allowed))
 
     def _join(self, segments: list[str | int]) -> list[int]:
+        if len(segments) == 1 and isinstance(segments[0], str):
+            return self._encode_plain(segments[0])
         out: list[int] = []
         for segment in segments:
             if isinstance(segment, int):
@@ -649,17 +651,33 @@ class Tokenizer:
         thread (``num_threads``, default every CPU or ``BPEBENCH_NUM_THREADS``), each group one
         compiled call; the same ids on any number of threads."""
         texts = list(texts)
-        if self._fused is None:
-            return [self.encode_ordinary(t) for t in texts]
-        fused = self._fused
+        if self._fused is not None:
+            return self._batch_lists(texts, num_threads, self._fused)
+        if self._llama_fused is not None:
+            return self._llama_batch(texts, num_threads, flat=False)
+        return [self.encode_ordinary(t) for t in texts]
 
+    def _batch_lists(self, texts: list[str], num_threads: int | None, fused) -> list[list[int]]:
+        """The ids of ordinary ``texts`` (normalized here, no literal to carve) through ``fused``, a
+        list per text."""
         def group(data: bytes, offsets: np.ndarray) -> list[list[int]]:
             return fused.id_lists(*fused.encode_joined_batch(data, offsets, fresh=False))
 
-        parts = self._batch_groups(texts, num_threads, group)[1]
+        parts = self._batch_groups(texts, num_threads, group, fused)[1]
         return parts[0] if len(parts) == 1 else [ids for part in parts for ids in part]
 
-    def _batch_groups(self, texts: list[str], num_threads: int | None, encode_group) -> tuple[list, list]:
+    def _batch_flat(self, texts: list[str], num_threads: int | None, fused) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, offsets)`` of ordinary ``texts`` through ``fused``, as ``encode_ordinary_batch_to_numpy``."""
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        groups, results = self._batch_groups(texts, num_threads, fused.encode_joined_batch, fused)
+        base = 0
+        for (first, last), (ids, group_offsets) in zip(groups, results):
+            offsets[first + 1:last + 1] = group_offsets[1:] + base
+            base += len(ids)
+        flat = np.concatenate([ids for ids, _ in results]) if results else np.zeros(0, dtype=np.int32)
+        return flat.view(np.uint32), offsets
+
+    def _batch_groups(self, texts: list[str], num_threads: int | None, encode_group, fused) -> tuple[list, list]:
         """(the groups' index ranges, ``encode_group(UTF-8 of the group's texts joined, their offsets)``
         for each): the batch cut into contiguous groups by its characters, in shares that shrink
         towards its end (``parallel.part_targets``), run on the threads. Each group's texts are made
@@ -670,8 +688,8 @@ class Tokenizer:
         total = sum(sizes)
         threads = thread_count(num_threads) if total >= MIN_PARALLEL_BYTES else 1
         groups = split_batch(sizes, part_targets(total, threads))
-        fused, normalize = self._fused, self._normalize
-        if self._direct:
+        normalize = self._normalize
+        if self.vocabulary.normalizer == "none":
             def to_utf8(first: int, last: int) -> tuple[bytes, np.ndarray]:
                 return fused.utf8_texts(texts, first, last)
         else:
@@ -679,24 +697,59 @@ class Tokenizer:
                 return joined_utf8([utf8(normalize(text)) for text in texts[first:last]])
         return groups, run_all(lambda bounds: encode_group(*to_utf8(*bounds)), groups, threads)
 
+    def _llama_batch(self, texts: list[str], num_threads: int | None, flat: bool):
+        """``encode_ordinary_batch`` (``flat``: ``..._to_numpy``) of a GGUF file with a fused path: the
+        literals llama.cpp always cuts are carved out of each text, the stretches between them go to
+        the pipeline that encodes each (the twin's, or the emulated split's for one the screen
+        stops: ``LlamaCppFused.pipeline_for``), and each pipeline's stretches are one batch on the
+        threads."""
+        llama, carver = self._llama_fused, self._carver
+        segmented = [carver.segments(text, frozenset()) or [text] for text in texts] if carver.always else None
+        if segmented is not None and all(len(segments) == 1 and isinstance(segments[0], str) for segments in segmented):
+            segmented = None  # no literal in any text
+        plain = texts if segmented is None else [s for segments in segmented for s in segments if isinstance(s, str)]
+        routes: dict[int, tuple[object, list[int]]] = {}
+        for i, stretch in enumerate(plain):
+            pipeline = llama.pipeline_for(stretch)
+            routes.setdefault(id(pipeline), (pipeline, []))[1].append(i)
+        encode = self._batch_flat if flat else self._batch_lists
+        if len(routes) == 1 and segmented is None:  # no literal cut, one pipeline: the batch as is
+            return encode(plain, num_threads, next(iter(routes.values()))[0])
+        ids: list = [None] * len(plain)
+        for pipeline, indices in routes.values():
+            got = encode([plain[i] for i in indices], num_threads, pipeline)
+            if flat:
+                flat_ids, offsets = got
+                got = [flat_ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+            for i, stretch_ids in zip(indices, got):
+                ids[i] = stretch_ids
+        stretches = iter(ids)
+        per_text = [[s if isinstance(s, int) else next(stretches) for s in segments]
+                    for segments in (segmented or [[t] for t in texts])]
+        if not flat:
+            return [parts[0] if len(parts) == 1 and not isinstance(parts[0], int) else
+                    [i for part in parts for i in ([part] if isinstance(part, int) else part)] for parts in per_text]
+        arrays = [np.array([part], dtype=np.uint32) if isinstance(part, int) else part
+                  for parts in per_text for part in parts]
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([sum(1 if isinstance(part, int) else len(part) for part in parts) for parts in per_text],
+                  out=offsets[1:])
+        return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)), offsets
+
     def encode_ordinary_batch_to_numpy(self, texts: Iterable[str], *,
                                        num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, offsets)``: the ids of every text in one ``uint32`` array, text ``i``'s being
         ``ids[offsets[i]:offsets[i + 1]]`` (``offsets`` int64, one more than the texts). Spread over
         threads as ``encode_ordinary_batch``, with no Python int made for any id."""
         texts = list(texts)
+        if self._fused is not None:
+            return self._batch_flat(texts, num_threads, self._fused)
+        if self._llama_fused is not None:
+            return self._llama_batch(texts, num_threads, flat=True)
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        if self._fused is None:
-            arrays = [np.array(self.encode_ordinary(t), dtype=np.uint32) for t in texts]
-            np.cumsum([len(a) for a in arrays], out=offsets[1:])
-            return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)), offsets
-        groups, results = self._batch_groups(texts, num_threads, self._fused.encode_joined_batch)
-        base = 0
-        for (first, last), (ids, group_offsets) in zip(groups, results):
-            offsets[first + 1:last + 1] = group_offsets[1:] + base
-            base += len(ids)
-        flat = np.concatenate([ids for ids, _ in results]) if results else np.zeros(0, dtype=np.int32)
-        return flat.view(np.uint32), offsets
+        arrays = [np.array(self.encode_ordinary(t), dtype=np.uint32) for t in texts]
+        np.cumsum([len(a) for a in arrays], out=offsets[1:])
+        return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)), offsets
 
     def encode_batch(self, texts: Iterable[str], **kwargs) -> list[list[int]]:
         """``[encode(t, **kwargs) for t in texts]``, ordinary text of all texts in one compiled call."""
