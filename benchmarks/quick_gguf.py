@@ -2,13 +2,15 @@
 
     python benchmarks/quick_gguf.py FILE.gguf [FILE.gguf ...] [--size 1000000] [--repeat 3]
     python benchmarks/quick_gguf.py --from cl100k_base:llama-bpe --from qwen:qwen2
+    python benchmarks/quick_gguf.py --batches --from o200k_base:gpt-4o --from qwen:qwen35
 
 ``--from VOCAB:PRE`` writes a built-in ranks vocabulary as a GGUF file with that
 ``tokenizer.ggml.pre`` name (a stand-in for a real model's file, nothing downloaded) and times it
 on the unseen protocol (``benchmarks/protocol.py``, one CPU): the GGUF file through the fused
 pipeline (the default where llama.cpp's pre-tokenizer is a hand-written splitter), through the
 reference path (``pretokenizer="regex"``: llama.cpp's split emulated over ``re``), and the same
-ranks loaded as a tiktoken vocabulary.
+ranks loaded as a tiktoken vocabulary. With ``--batches``: batches of unseen documents on every core
+(``encode_ordinary_batch`` on one thread and on all, its numpy form, the same ranks as tiktoken).
 
 For each file and each corpus (``prose-en``, ``code-python``, ``udhr-all``), times on text
 neither side has seen (both warm up on the corpus' other half first; then runs interleaved
@@ -79,7 +81,7 @@ def table_from_ranks(specs: list[str]) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for spec in specs:
             vocab_name, pre = spec.split(":")
-            vocab = load_vocabulary(gguf_from_ranks(vocab_name, pre, str(Path(scratch, f"{vocab_name}.gguf"))))
+            vocab = load_vocabulary(gguf_from_ranks(vocab_name, pre, str(Path(scratch, f"{vocab_name}-{pre}.gguf"))))
             rows = {"fused": Tokenizer(vocab), "reference": Tokenizer(vocab, pretokenizer="regex"),
                     "tiktoken": Tokenizer(vocab_name)}
             if not rows["fused"].fused:
@@ -98,6 +100,47 @@ def table_from_ranks(specs: list[str]) -> None:
                       f" {speeds['tiktoken']:.1f} | {seconds['reference'] / seconds['fused']:.1f}x |", flush=True)
 
 
+def table_batches(specs: list[str], rounds: int = 5) -> None:
+    """Batches on every core (``--batches``): the measured documents of every kind dealt into
+    ``rounds`` disjoint batches (as the all-core table of ``quick_pipeline.py``), each encoded once
+    by every row after a warm-up batch, the rows taking turns; MB/s over all batches, ids checked
+    equal to the GGUF file's on one thread."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from bpebench.benchmarks.quick_pipeline import _allcore_batches, _in_rotation
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    warm, batches, n_bytes = _allcore_batches(rounds)
+    print(f"\nGGUF files written from built-in ranks: batches on {cpus} CPUs ({n_bytes / 1e6:.2f} MB in {rounds}"
+          " batches of unseen documents, MB/s; ids checked equal)")
+    print("| file | batch, 1 thread | batch, all threads | to numpy, all threads | same ranks as tiktoken,"
+          " all threads |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as scratch:
+        for spec in specs:
+            vocab_name, pre = spec.split(":")
+            vocab = load_vocabulary(gguf_from_ranks(vocab_name, pre, str(Path(scratch, f"{vocab_name}-{pre}.gguf"))))
+            gguf_tok, ranks_tok = Tokenizer(vocab), Tokenizer(vocab_name)
+            rows = {"one": lambda texts: gguf_tok.encode_ordinary_batch(texts, num_threads=1),
+                    "all": gguf_tok.encode_ordinary_batch,
+                    "flat": gguf_tok.encode_ordinary_batch_to_numpy,
+                    "tiktoken": ranks_tok.encode_ordinary_batch}
+            for row in rows.values():
+                row(warm)
+
+            def check(r: int, outputs: dict) -> None:
+                ids, offsets = outputs["flat"]
+                flat = [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+                if not outputs["one"] == outputs["all"] == flat:
+                    raise SystemExit(f"{spec}: batch {r} gives other ids on all threads")
+
+            wall, _ = _in_rotation(rows, batches, check)
+            cells = " | ".join(f"{n_bytes / 1e6 / wall[k]:.1f}" for k in rows)
+            print(f"| {vocab_name} as {pre} | {cells} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*")
@@ -105,9 +148,11 @@ def main() -> None:
                         help="time a GGUF file written from a built-in ranks vocabulary (repeatable)")
     parser.add_argument("--size", type=int, default=1_000_000, help="bytes of each corpus timed (default 1 MB)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--batches", action="store_true",
+                        help="with --from: batches on every core instead of the one-CPU unseen table")
     args = parser.parse_args()
     if args.from_ranks:
-        table_from_ranks(args.from_ranks)
+        (table_batches if args.batches else table_from_ranks)(args.from_ranks)
     if not args.files:
         return
     try:

@@ -327,3 +327,32 @@ def test_reference_and_default_encoder_agree_on_every_loader(tmp_path):
         # raw BPE on whole texts, no pre-tokenizer
         data = "The naïve 東京 coder 👩‍💻 said: it's   fine".encode()
         assert fast.encoder.encode(data) == bpe_reference(vocab, data), label
+
+
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_file_written_again_at_the_same_path_is_loaded_again(tmp_path, monkeypatch, settled):
+    """``load_vocabulary`` remembers a file's vocabulary per process, keyed by its path, size, times and
+    inode: the same path written again (same size, even with its old modification time put back)
+    gives the new vocabulary; a file changed within the last two seconds is not remembered at all."""
+    import base64
+    import os
+
+    import bpebench.algorithms.formats as formats
+
+    monkeypatch.setenv("BPEBENCH_VOCAB_CACHE", "off")
+    if settled:  # every file counts as changed long ago (a file's change time cannot be put back)
+        monkeypatch.setattr(formats, "RECENT_NS", 0)
+    path = tmp_path / "ranks.tiktoken"
+
+    def write(tokens: list[bytes]) -> None:
+        path.write_text("".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(tokens)))
+        os.utime(path, ns=(10**18, 10**18))  # the same modification time for both writes
+
+    base = [bytes([b]) for b in range(256)]
+    write(base + [b"ab"])
+    first = load_vocabulary(str(path), pattern="gpt2")
+    assert first.tokens[256] == b"ab"
+    assert (load_vocabulary(str(path), pattern="gpt2") is first) == settled
+    write(base + [b"cd"])  # same size, same (put back) modification time
+    again = load_vocabulary(str(path), pattern="gpt2")
+    assert again.tokens[256] == b"cd"

@@ -15,7 +15,9 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.util
+import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -213,7 +215,10 @@ def load_vocabulary(name_or_path: str | Path, *, kind: str | None = None, patter
     """
     key = str(name_or_path)
     memo = key if kind is None and pattern is None else f"{key}\0{_kind(kind)}\0{pattern}"
-    vocab = _CACHE.get(memo)
+    if key not in BUILTIN:
+        stamp = _file_stamp(key)  # a file written again at the same path is loaded again
+        memo = None if stamp is None else f"{memo}\0{stamp}"
+    vocab = _CACHE.get(memo) if memo is not None else None
     if vocab is not None:
         return vocab
     builtin = BUILTIN.get(key)
@@ -229,8 +234,27 @@ def load_vocabulary(name_or_path: str | Path, *, kind: str | None = None, patter
         raise UnknownNameError("vocabulary", key, vocabulary_names())
     if pattern and vocab.pattern != pattern:  # a built-in vocabulary
         vocab = with_pattern(vocab, pattern)
-    _CACHE[memo] = vocab
+    if memo is not None:
+        _CACHE[memo] = vocab
     return vocab
+
+
+#: a file changed this recently is not memoised: its times may not yet tell a later write from it
+RECENT_NS = 2_000_000_000
+
+
+def _file_stamp(path: str) -> str | None:
+    """The size, times and inode of the file at ``path`` (the memo's key along with the path), or None
+    when there is no such file or it changed within :data:`RECENT_NS` (two writes of the same size
+    inside one tick of the file system's clock look alike; the disk cache reads such a file's
+    content)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RECENT_NS:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 def _through_disk_cache(data_file: Callable[[], Path | None] | None, loader_id: str,
