@@ -229,6 +229,11 @@ class LlamaCppFused:
         classes = class_tables(split[1]) if split[0] == "compiled" else None  # llama.cpp's view of each character
         return fused_pipeline(self._vocabulary, self._piece_cache_slots, llama_cpp_split=split, classes=classes)
 
+    @property
+    def emulated(self):
+        """The pipeline fed by the emulated split, or None while none has been made."""
+        return self._emulated
+
     def pipeline_for(self, text: str):
         """The pipeline that encodes ``text`` as llama.cpp does: the twin's when it passes the
         screen, else the one the emulated split feeds."""
