@@ -238,8 +238,8 @@ def test_batches_go_to_the_fused_pipelines_with_the_same_ids(variants, variant, 
     used = []
     for name in ("_batch_lists", "_batch_flat"):
         whole = getattr(tok, name)
-        setattr(tok, name, lambda texts, threads, pipeline, whole=whole: used.append(pipeline) or whole(texts, threads,
-                                                                                                         pipeline))
+        setattr(tok, name, lambda stretches, many, pipeline, whole=whole: (used.append(pipeline)
+                                                                           or whole(stretches, many, pipeline)))
     expected = [reference.encode_ordinary(t) for t in texts]
     assert tok.encode_ordinary_batch(texts, num_threads=threads) == expected
     ids, offsets = tok.encode_ordinary_batch_to_numpy(texts, num_threads=threads)

@@ -635,15 +635,18 @@ class Tokenizer:
             return self._hf.encode(valid_text(text), lambda token: token.content in allowed)
         return self._join(self._segments(text, allowed))
 
-    def _join(self, segments: list[str | int]) -> list[int]:
+    def _join(self, segments: list[str | int], encode=None) -> list[int]:
+        """The ids of ``segments`` (special-token ids, and texts encoded by ``encode``, by default
+        ``_encode_plain``) in order."""
+        encode = encode or self._encode_plain
         if len(segments) == 1 and isinstance(segments[0], str):
-            return self._encode_plain(segments[0])
+            return encode(segments[0])
         out: list[int] = []
         for segment in segments:
             if isinstance(segment, int):
                 out.append(segment)
             else:
-                out.extend(self._encode_plain(segment))
+                out.extend(encode(segment))
         return out
 
     def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> list[list[int]]:
@@ -729,12 +732,11 @@ class Tokenizer:
                 got = [flat_ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
             for i, stretch_ids in zip(indices, got):
                 ids[i] = stretch_ids
-        stretches = iter(ids)
-        per_text = [[s if isinstance(s, int) else next(stretches) for s in segments]
-                    for segments in (segmented or [[t] for t in texts])]
+        stretches = iter(ids)  # in the order of the segments' texts
+        every_segments = segmented or [[t] for t in texts]
         if not flat:
-            return [parts[0] if len(parts) == 1 and not isinstance(parts[0], int) else
-                    [i for part in parts for i in ([part] if isinstance(part, int) else part)] for parts in per_text]
+            return [self._join(segments, lambda _: next(stretches)) for segments in every_segments]
+        per_text = [[s if isinstance(s, int) else next(stretches) for s in segments] for segments in every_segments]
         arrays = [np.array([part], dtype=np.uint32) if isinstance(part, int) else part
                   for parts in per_text for part in parts]
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
