@@ -254,9 +254,9 @@ def cache_files(lab: Lab, kind: str) -> list[Path]:
     if kind == "vocabulary":
         return sorted((lab.cache / "vocabularies").glob("*.bpv"))
     if kind == "corpora":
-        return sorted(p for p in (lab.cache / "corpora").rglob("*") if p.is_file())
+        return sorted(p for p in (lab.cache / "corpora").rglob("*") if p.is_file() and p.suffix != ".verified")
     if kind == "unicode":
-        return sorted(lab.cache.glob("unicode_classes_*"))
+        return sorted(lab.cache.glob("unicode_classes_*.bin"))
     if kind == "numba-index":
         return sorted(lab.numba.rglob("*.nbi"))
     if kind == "numba-data":

@@ -578,7 +578,8 @@ def table_cold(runs: int) -> None:
                              encoding="utf-8")
         ranks = scratch / "o200k_base.tiktoken"
         ranks.write_bytes(gzip.decompress(_package_file("bpe_openai", "data", "o200k_base.tiktoken.gz").read_bytes()))
-        env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NUMBA_DISABLE_JIT")}
+        env["PYTHONPYCACHEPREFIX"] = str(scratch / "pyc")  # byte-compiled imports, as in a normal install
         env["PYTHONWARNINGS"] = "ignore"
         scripts = {"ours": _COLD_OURS.format(path=str(text_path)),
                    "tiktoken": _COLD_TIKTOKEN.format(pattern=resolve_pattern("o200k"), ranks=str(ranks),

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bpebench.algorithms.cache import files
 from bpebench.algorithms.cache import vocabularies as cache
 from bpebench.algorithms.formats import _CACHE, load_vocabulary
 from bpebench.algorithms.formats.tiktoken_file import load_tiktoken
@@ -93,21 +94,24 @@ def test_deleted_cache_is_rebuilt(small_tiktoken_file, cache_root, expected):
     assert isinstance(load(small_tiktoken_file, builds), cache.CachedVocabulary) and builds.count == 2
 
 
-def test_caches_of_vanished_sources_are_removed(small_tiktoken_file, tmp_path, cache_root, expected):
+def test_caches_of_vanished_sources_are_removed(small_tiktoken_file, tmp_path, cache_root, expected, monkeypatch):
     """A temporary file's cache can never be hit again once the file is gone (the key holds its
-    path and content); the next build removes it, and leaves caches of files that remain."""
+    path and content); the next build removes it and its stamp, and leaves caches of files that remain."""
+    monkeypatch.setattr(files, "RACY_SECONDS", 0.0)  # a cache file read back gets its stamp at once
     copies = {}
     for name in ("kept", "gone", "later"):
         copies[name] = tmp_path / f"{name}.tiktoken"
         shutil.copyfile(small_tiktoken_file, copies[name])
     for name in ("kept", "gone"):
         load(copies[name], Builds(copies[name]))
-    assert len(cache_files(cache_root)) == 2
+        load(copies[name], Builds(copies[name]))  # read back: stamped
+    assert len(cache_files(cache_root)) == 2 and len(list(cache_root.glob("*.verified"))) == 2
     copies["gone"].unlink()
     assert len(cache_files(cache_root)) == 2  # nothing is scanned on a hit or a load of another
     load(copies["later"], Builds(copies["later"]))
     remaining = cache_files(cache_root)
-    assert len(remaining) == 2 and len(list(cache_root.glob("*.verified"))) == 2
+    assert len(remaining) == 2
+    assert sorted(cache_root.glob("*.verified")) == [files.stamp_path(p) for p in remaining if "kept" in p.name]
     kept = Builds(copies["kept"])
     assert ids(load(copies["kept"], kept)) == expected and kept.count == 0  # still mapped, not rebuilt
     regrown = Builds(copies["later"])
@@ -172,12 +176,18 @@ def test_a_sound_file_is_hashed_once_after_each_change(small_tiktoken_file, cach
         return real(*args)
 
     monkeypatch.setattr(cache.hashlib, "sha256", counting)
-    load(small_tiktoken_file, builds)  # the writer stamped what it wrote: not hashed again
-    assert len(hashed) == 0
+    load(small_tiktoken_file, builds)  # written less than RACY_SECONDS ago: checked, and no stamp
+    load(small_tiktoken_file, builds)
+    assert len(hashed) == 2 and not files.stamp_path(path).exists()
+    monkeypatch.setattr(files, "RACY_SECONDS", 0.0)  # as if the file were older
+    load(small_tiktoken_file, builds)  # checked, then stamped
+    load(small_tiktoken_file, builds)
+    assert len(hashed) == 3 and files.stamp_path(path).exists()
+    time.sleep(0.02)  # past a tick of the file system's clock
     os.utime(path)  # a change the file system sees (here without new bytes): checked, then stamped
     load(small_tiktoken_file, builds)
     load(small_tiktoken_file, builds)
-    assert len(hashed) == 1 and builds.count == 1
+    assert len(hashed) == 4 and builds.count == 1
 
 
 def test_the_o200k_bit_flip_of_the_issue_gives_tiktokens_ids(tmp_path, monkeypatch):
@@ -322,3 +332,29 @@ def test_out_of_order_ranks_survive_the_cache(tmp_path, cache_root):
     with pytest.raises(UnsupportedVocabulary):
         make_encoder("backtracking", mapped)
     assert make_encoder("heap", mapped).encode(b"xabcbc") == bpe_reference(built, b"xabcbc") == [120, 256, 257]
+
+
+def test_a_checked_file_is_hashed_once_after_each_change(tmp_path, monkeypatch):
+    """``read_checked`` (the Unicode class table, corpora, compiled patterns): the payload's sum is
+    checked on the first read after the file changed, and damage written in place is always found."""
+    path = tmp_path / "table.bin"
+    payload = bytes(range(256)) * 40
+    files.write_checked(path, payload)
+    hashed = []
+    real = files.hashlib.sha256
+    monkeypatch.setattr(files.hashlib, "sha256", lambda data=b"": hashed.append(1) or real(data))
+    assert files.read_checked(path) == payload and len(hashed) == 1  # just written: hashed, no stamp
+    assert files.read_checked(path) == payload and len(hashed) == 2 and not files.stamp_path(path).exists()
+    monkeypatch.setattr(files, "RACY_SECONDS", 0.0)  # as if the file were older
+    assert files.read_checked(path) == payload and len(hashed) == 3  # hashed, then stamped
+    assert files.read_checked(path) == payload and len(hashed) == 3  # the stamp matches: not hashed
+    time.sleep(0.02)  # past a tick of the file system's clock
+    before = os.stat(path)
+    with open(path, "r+b") as f:  # one byte flipped in place: same size, same inode, mtime put back
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([payload[-1] ^ 1]))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(files.CacheDamaged, match="checksum"):
+        files.read_checked(path)
+    files.discard(path, "test")
+    assert not path.exists() and not files.stamp_path(path).exists()

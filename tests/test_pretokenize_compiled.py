@@ -359,3 +359,5 @@ def test_a_damaged_unicode_table_cache_is_rebuilt(tmp_path, monkeypatch, capsys,
     assert len(err) == 1 and "discarded a damaged cache file" in err[0]
     again = ut.load_tables(use_cache=True)  # the rebuilt file is sound
     assert np.array_equal(again[1], good[1]) and capsys.readouterr().err == ""
+    # mapped from the file, as the kernels take them (the ahead-of-time module refuses others)
+    assert all(a.flags.aligned and a.flags.c_contiguous and a.flags.writeable for a in again)

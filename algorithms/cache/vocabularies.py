@@ -36,11 +36,14 @@ bounds, array shapes or array bytes do not check out is discarded (one line on
 stderr) and rebuilt, so it can never produce wrong ids. Hashing all 45 MB of arrays
 on every load would cost more than the load itself, so the sha256 of the array bytes
 is checked the first time a file is read after it last changed: a small stamp file
-beside it (``.verified``) records the file's device, inode, size, mtime and ctime
-when its bytes were last found sound, and a load whose ``fstat`` matches the stamp
-skips the hash. Any write to the file through the file system changes its ctime
-(which no user can set back), so a damaged file is always hashed before it is used;
-only damage the file system does not see (bits rotting on the disk) would pass.
+beside it (``.verified``, see ``cache.files``) records the file's device, inode, size,
+mtime and ctime when its bytes were last found sound, and a load whose ``fstat``
+matches the stamp skips the hash. Any write to the file through the file system
+changes its ctime (which no user can set back), so a damaged file is always hashed
+before it is used; only damage the file system does not see (bits rotting on the disk)
+would pass. A file changed within the last 2 s gets no stamp (a write in the same tick
+of the file system's clock would leave its times as they were), so a new cache file
+is hashed on each load until one comes 2 s after it was written.
 ``verify=True`` (or ``BPEBENCH_VERIFY_CACHE=1``) hashes on every load.
 
 Concurrency: a file is written under a temporary name in the same directory and
@@ -61,6 +64,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import math
 import mmap
 import os
 import tempfile
@@ -71,7 +75,7 @@ from typing import Callable
 import numpy as np
 
 from ..formats.vocabulary import Vocabulary
-from .files import CacheDamaged, cache_root, discard
+from .files import CacheDamaged, cache_root, discard, is_verified, record_verified, stamp_path
 
 FORMAT_VERSION = 4  # 2: record types named in the bpebench namespace; 3: the pipeline spec; 4: llama.cpp settings
 MAGIC = b"BPEBENCH-VOCAB\x00\x01"
@@ -295,7 +299,6 @@ def write_cache(path: Path, key: str, vocab: Vocabulary, source: str | Path | No
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is shareable
         os.replace(tmp, path)
-        _write_stamp(path, _file_stamp(os.stat(path)))  # the bytes just written are the ones hashed above
     except BaseException:
         try:
             os.unlink(tmp)
@@ -382,46 +385,24 @@ def read_cache(path: Path, key: str, *, verify: bool = False) -> CachedVocabular
         dtype = np.dtype(spec["dtype"])
         if spec["dtype"] not in _ALLOWED_DTYPES:
             raise CacheDamaged(f"unexpected dtype {spec['dtype']}")
-        count = int(np.prod(spec["shape"], dtype=np.int64))
+        count = math.prod(spec["shape"])  # numpy's prod: 3 us an array
         start = data_start + spec["offset"]
-        if start + count * dtype.itemsize > size:
-            raise CacheDamaged(f"array {name} runs past the end of the file")
+        if count < 0 or start + count * dtype.itemsize > size:
+            raise CacheDamaged(f"array {name} has a negative size or runs past the end of the file")
         arrays[name] = np.frombuffer(mapped, dtype=dtype, count=count, offset=start).reshape(spec["shape"])
-    stamp = _file_stamp(stat)
-    if verify or _read_stamp(path) != stamp:
+    if verify or not is_verified(path, stat):
         digest = hashlib.sha256()
         for name in sorted(header["arrays"]):
             digest.update(memoryview(np.ascontiguousarray(arrays[name])).cast("B"))
         if digest.hexdigest() != header["data_sha256"]:
             raise CacheDamaged("array data checksum mismatch")
-        _write_stamp(path, stamp)
+        record_verified(path, stat)
     types, scalars = header["types"], header["scalars"]
     tables = _rebuild("tables", types, arrays, scalars)
     matcher = _rebuild("matcher", types, arrays, scalars)
     priority = arrays["vocab.priority"]
     _check_shapes(tables, matcher, priority)
     return _vocabulary_from(header["meta"], tables, matcher, priority, arrays)
-
-
-def _file_stamp(stat: os.stat_result) -> list[int]:
-    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
-
-
-def _stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".verified")
-
-
-def _read_stamp(path: Path) -> list[int] | None:
-    try:
-        return json.loads(_stamp_path(path).read_bytes())
-    except (OSError, ValueError):
-        return None
-
-
-def _write_stamp(path: Path, stamp: list[int]) -> None:
-    from .files import write_atomically
-
-    write_atomically(_stamp_path(path), json.dumps(stamp).encode())
 
 
 def _vocabulary_from(meta: dict, tables, matcher, priority, arrays) -> CachedVocabulary:
@@ -478,7 +459,7 @@ def _remove_stale(path: Path) -> None:
 
 def _unlink_with_stamp(path: Path) -> None:
     """Remove a cache file and its ``.verified`` stamp, whichever exist (best effort)."""
-    for doomed in (path, _stamp_path(path)):
+    for doomed in (path, stamp_path(path)):
         try:
             doomed.unlink()
         except OSError:

@@ -124,16 +124,20 @@ def build_key() -> str:
 def _key_parts() -> dict:
     import platform
 
-    from ..cache.digests import file_digest
+    from ..cache.digests import file_digest, file_digests
     from ..kernels.jit import ALGORITHMS_ROOT
 
-    root = Path(ALGORITHMS_ROOT)
-    sources = {}
-    for name in sorted(KEY_SOURCES):
-        try:
-            sources[name] = file_digest(root / name)
-        except OSError:
-            sources[name] = None
+    names = sorted(KEY_SOURCES)
+    paths = [os.path.join(ALGORITHMS_ROOT, name) for name in names]
+    try:
+        sources = dict(zip(names, file_digests(paths)))
+    except OSError:  # a source missing (a damaged installation): the others' digests, that one None
+        sources = {}
+        for name, path in zip(names, paths):
+            try:
+                sources[name] = file_digest(path)
+            except OSError:
+                sources[name] = None
     return {
         "format": FORMAT_VERSION,
         "sources": sources,
@@ -159,8 +163,9 @@ def _package_version(name: str) -> str | None:
         return None
     for location in spec.submodule_search_locations:
         try:
-            text = (Path(location) / "_version.py").read_text()
-        except OSError:
+            with open(os.path.join(location, "_version.py"), encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, ValueError):
             continue
         # plain string search: compiling a regular expression here cost a fresh process 0.3 ms
         for marker in ('"version": "', 'version = "'):
@@ -178,7 +183,15 @@ def _cpu_fingerprint() -> str:
     """The CPU model and feature flags (the module is compiled for this CPU)."""
     try:
         with open("/proc/cpuinfo", "rb") as f:
-            first = f.read(1 << 16).split(b"\n\n", 1)[0].decode("ascii", "replace")
+            # the first processor's block only: the kernel writes the file as it is read, and
+            # reading all of it on a machine of many CPUs costs a fresh process 0.1 ms or more
+            text = b""
+            while b"\n\n" not in text:
+                more = f.read(4096)
+                if not more:
+                    break
+                text += more
+        first = text.split(b"\n\n", 1)[0].decode("ascii", "replace")
     except OSError:
         import platform
 

@@ -262,11 +262,16 @@ _COUNT_SHIFT = np.uint64(61)
 _TAIL_KEY = ~(np.uint64(7) << _COUNT_SHIFT)
 
 
+def check_piece_cache_slots(slots: int) -> None:
+    """ValueError unless ``slots`` is 0 or a power of two."""
+    if slots < 0 or slots & (slots - 1):
+        raise ValueError(f"piece cache slots must be 0 or a power of two, not {slots}")
+
+
 def new_piece_cache(slots: int) -> np.ndarray:
     """An empty piece cache of ``slots`` rows (a power of two, or 0 for none): int64[slots + 1, 8],
     the last row holding the counters. ``slots * 64`` bytes."""
-    if slots < 0 or slots & (slots - 1):
-        raise ValueError(f"piece cache slots must be 0 or a power of two, not {slots}")
+    check_piece_cache_slots(slots)
     # each row on a cache line of its own: numpy aligns an array to 16 bytes only, and a row across
     # two lines costs two misses (the probe's prefetch fetches the first)
     words = np.zeros((slots + 2) * CACHE_ROW, dtype=np.int64)
@@ -1293,7 +1298,7 @@ class FusedPipeline:
                          live_pair_keys, live_pair_vals, crossing)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
-        new_piece_cache(self.piece_cache_slots)  # refuses a bad size now rather than in a call
+        check_piece_cache_slots(self.piece_cache_slots)  # refuses a bad size now rather than in a call
         self._per_thread = threading.local()
         self._caches_lock = threading.Lock()
         self._caches: list = []  # weak references to every thread's piece cache (for the statistics)
