@@ -749,6 +749,67 @@ def table_patterns() -> None:
 PAIR_PATTERNS = {"custom": CUSTOM_PATTERN, "o200k respelled": RESPELLED_O200K}
 
 
+def _trained_tokenizer_json(path: Path, split: str, texts: list[str], vocab_size: int):
+    """An HF ``tokenizer.json`` (byte-level BPE, ``Split(split, Isolated)`` then ``ByteLevel``) trained
+    on ``texts`` by HF ``tokenizers``; returns the library's tokenizer."""
+    import tokenizers
+
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE())
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.Sequence([
+        tokenizers.pre_tokenizers.Split(tokenizers.Regex(split), behavior="isolated"),
+        tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    hf.decoder = tokenizers.decoders.ByteLevel()
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                             initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet())
+    hf.train_from_iterator(texts, trainer)
+    hf.save(str(path))
+    return hf
+
+
+def table_trained_pairs(cpu: int | None, vocab_size: int = 50_000) -> None:
+    """Two ``tokenizer.json`` files trained alike by HF ``tokenizers`` on the same documents, one
+    splitting with o200k's regex (a built-in compiled pre-tokenizer), one with a regex of its own
+    (``CUSTOM_PATTERN``: the compiled split of any pattern), each on text of its own kind's corpus it
+    was not trained on (unseen protocol, one CPU, taking turns per document); HF's own speed beside."""
+    from bpebench.algorithms.formats import load_path
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu(cpu)
+    measured_bytes = 400_000
+    streams = {}
+    for kind in protocol.KINDS:
+        whole = protocol.stream(kind, warm_bytes=0, measured_bytes=1 << 40)
+        total = sum(len(doc.encode("utf-8", "surrogatepass")) for doc in whole.measured)
+        streams[kind] = protocol.stream(kind, warm_bytes=total - measured_bytes, measured_bytes=measured_bytes)
+    training = [doc for text_stream in streams.values() for doc in text_stream.warm]
+    splits = {"o200k's regex": resolve_pattern("o200k"), "own regex": CUSTOM_PATTERN}
+    print(f"\ntrained pairs: tokenizer.json files trained alike ({vocab_size:,} tokens, on"
+          f" {sum(len(d.encode()) for d in training) / 1e6:.1f} MB of the corpora's first documents), split"
+          f" by o200k's regex or by {CUSTOM_PATTERN}; unseen, one CPU, the corpora's last"
+          f" {measured_bytes // 1000} kB per kind: MB/s, and the own regex's speed / o200k's regex's")
+    with tempfile.TemporaryDirectory() as scratch:
+        ours, theirs = {}, {}
+        for name, split in splits.items():
+            path = Path(scratch) / f"{name.split()[0].strip(chr(39))}.json"
+            hf = _trained_tokenizer_json(path, split, training, vocab_size)
+            tok = Tokenizer(load_path(path))
+            print(f"  {name}: {'fused pipeline' if tok.fused else 'component pipeline'}"
+                  f" ({type(tok._fused.splitter).__name__ if tok.fused and tok._fused.splitter else 'built-in split'})")
+            ours[f"ours, {name}"] = tok.encode_ordinary
+            theirs[f"HF tokenizers, {name}"] = lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids
+        for kind, text_stream in streams.items():
+            seconds = protocol.time_unseen(ours, text_stream)
+            seconds.update(protocol.time_unseen(theirs, text_stream))
+            for doc in text_stream.measured[:50]:  # the exactness gate, outside the clock
+                for (name, fn), hf_fn in zip(ours.items(), theirs.values()):
+                    if fn(doc) != hf_fn(doc):
+                        raise SystemExit(f"trained pairs: {name} differs from HF tokenizers on a {kind} document")
+            speeds = {name: protocol.mb_per_s(text_stream.measured_bytes, t) for name, t in seconds.items()}
+            ratio = speeds["ours, own regex"] / speeds["ours, o200k's regex"]
+            print(f"  {kind:13s} " + "  ".join(f"{name} {mbs:.1f}" for name, mbs in speeds.items())
+                  + f"   own / o200k's: {ratio:.2f}")
+
+
 def table_pattern_pairs(cpu: int | None) -> None:
     """The headline protocol for a pattern no built-in scanner knows: a fresh process per (pattern,
     engine) in which o200k and that file alone take turns document by document (1.1 MB per kind);
@@ -1177,8 +1238,8 @@ def table_short_batches(ours, encoding, fast, rounds: int) -> None:
 
 
 # ----------------------------------------------------------------------------- main
-TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "order", "serial", "repeat", "worst",
-          "batch", "load", "calls")
+TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "trained-pairs", "order", "serial",
+          "repeat", "worst", "batch", "load", "calls")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1247,6 +1308,8 @@ def main(argv: list[str] | None = None) -> None:
     if "pattern-pairs" in only:
         table_pattern_splits(args.repeat)
         table_pattern_pairs(args.cpu)
+    if "trained-pairs" in only:
+        table_trained_pairs(args.cpu)
     if "order" in only:
         table_order()
     if "serial" in only:

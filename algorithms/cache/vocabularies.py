@@ -25,8 +25,9 @@ The header lists every array (name, dtype, shape, offset) and the total file siz
 Keys and staleness: the file name holds a hash of the format version, the loader
 id (a built-in name, or a path and its format), the source file's size,
 modification time and sha256 (about 2 ms for o200k), and the size and
-modification time of the modules that define the stored layout
-(``kernels/compiled.py``, ``kernels/matching.py``, ``formats/``, this module).
+modification time of the modules that define the stored layout and values
+(``kernels/compiled.py``, ``kernels/matching.py``, ``formats/``, the HF loader's plain form in
+``pipeline/hf_pipeline.py`` and ``pipeline/pattern_program.py``, this module).
 Change any of these and the key changes: the vocabulary is rebuilt, and older
 files for the same loader id are removed, as are files whose source file no longer
 exists (the header records it), which no key can reach again.
@@ -85,8 +86,10 @@ _SUFFIX = ".bpv"
 _DISABLED = {"off", "0", "no", "false"}
 #: modules whose code decides what a cache file holds (their size and mtime are in the key),
 #: relative to the ``algorithms`` tree; a folder stands for its modules
+# the HF loader's plain form (``pipeline/hf_pipeline.py``, with ``pipeline/pattern_program.py``'s
+# ``with_gaps``) decides a file's stored pattern and normalizer: a change there must rebuild its cache
 _LAYOUT_MODULES = ("cache/vocabularies.py", "kernels/compiled.py", "kernels/matching.py", "kernels/short_piece.py",
-                   "formats")
+                   "formats", "pipeline/hf_pipeline.py", "pipeline/pattern_program.py")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
 
 

@@ -45,9 +45,11 @@ def _leaves(spec: dict | None, key: str) -> list[dict]:
 
 
 def plain_form(spec: dict | None, *, all_bytes: bool = True) -> tuple[str | None, str] | None:
-    """``(pattern name, normalizer name)`` when the pipeline is exactly the Tokenizer's plain
-    path (a known covering pattern split + byte-level BPE, NFC or no normalizer, only special
-    tokens matched as literals, no model options that change ids), else None."""
+    """``(pattern, normalizer name)`` when the pipeline is exactly the Tokenizer's plain path (a
+    split + byte-level BPE, NFC or no normalizer, only special tokens matched as literals, no model
+    options that change ids), else None. The pattern is a name for a known covering pattern, else
+    the split's regex as :func:`.pattern_program.with_gaps` writes it (the text between matches kept
+    as pieces, as ``Isolated`` does), when the program compiler takes that regex."""
     if spec is None:
         return None
     model = spec.get("model") or {}
@@ -70,6 +72,11 @@ def plain_form(spec: dict | None, *, all_bytes: bool = True) -> tuple[str | None
                 or byte_level.get("add_prefix_space", True) or byte_level.get("use_regex", True)):
             return None
         pattern = next((name for name, known in PATTERNS.items() if known == regex_text), None)
+        if pattern is None and isinstance(regex_text, str):  # any other regex the compiled split can take
+            from .pattern_program import with_gaps
+            from .text_pieces import onig_regex
+
+            pattern = with_gaps(onig_regex(regex_text))
     if pattern is None:
         return None
     for entry in spec.get("added_tokens") or []:

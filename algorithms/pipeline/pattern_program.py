@@ -378,6 +378,45 @@ def compile_pattern(pattern: str) -> Program | None:
                    np.array(counts, dtype=np.int32), stage1, stage2, kinds, _byte_classes(stage1, stage2, kinds))
 
 
+# ----------------------------------------------------------------------------- HF's Split, Isolated
+_GAPS = ("(?:", ")|(?:(?!(?:", "))(?s:.))+")
+
+
+def with_gaps(pattern: str) -> str | None:
+    """A pattern whose ``findall`` gives the pieces of HF's ``Split`` of ``pattern`` with ``Isolated``
+    behaviour (its matches, and each stretch of text between two of them as a piece of its own), or
+    None where that is not certain or the program compiler cannot take ``pattern`` (the file's split
+    then stays with the component pipeline).
+
+    The second branch runs over the characters at which no match of ``pattern`` starts, so it ends
+    where the next match starts, as HF's search from the end of the last match does. Exact when
+    ``pattern`` cannot match the empty string (which the program compiler refuses: HF and ``findall``
+    treat empty matches apart), sets no flag for the whole pattern (the copy inside the look-ahead
+    would move it) and refers to no group by number or name (the program compiler refuses those).
+    :func:`without_gaps` gives ``pattern`` back, for the compiled split: on text with no stretch
+    between matches its pieces are the same, and a text that has one is split by ``regex``."""
+    import regex
+
+    if regex.search(r"\(\?[a-zA-Z]+\)", pattern) or compile_pattern(pattern) is None:
+        return None
+    covering = f"{_GAPS[0]}{pattern}{_GAPS[1]}{pattern}{_GAPS[2]}"
+    try:
+        regex.compile(covering)
+    except (regex.error, RecursionError):
+        return None
+    return covering
+
+
+def without_gaps(pattern: str) -> str | None:
+    """The pattern :func:`with_gaps` made ``pattern`` from, or None when it did not make it."""
+    head, middle, tail = _GAPS
+    inner_length = (len(pattern) - len(head) - len(middle) - len(tail)) // 2
+    if inner_length <= 0 or not (pattern.startswith(head) and pattern.endswith(tail)):
+        return None
+    inner = pattern[len(head):len(head) + inner_length]
+    return inner if pattern == f"{head}{inner}{middle}{inner}{tail}" else None
+
+
 # ----------------------------------------------------------------------------- reading a program
 def rest_cannot_start_in_class(program, item: int, end_item: int, k: int) -> bool:
     """Whether the items after ``item`` need a first character that no character of class ``k`` is."""

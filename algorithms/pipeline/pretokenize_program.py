@@ -192,17 +192,21 @@ def _matcher(pattern: str):
 
 
 class ProgramPretokenizer:
-    """``RegexPretokenizer`` semantics through a compiled program; ``regex`` for what it drops.
+    """``RegexPretokenizer`` semantics through a compiled program; ``regex`` (with ``fallback``, when
+    given, else ``pattern``) for a text where it drops something.
 
     Two engines split: the transducer (:mod:`.pretokenize_transducer`: one table lookup a
     character, no branch on the text) when the program has one, else the generated matcher.
     ``engine`` names the one in use; ``engine="backtracking"`` asks for the generated matcher."""
 
-    def __init__(self, pattern: str, program, split_utf8, engine: str | None = None) -> None:
+    def __init__(self, pattern: str, program, split_utf8, engine: str | None = None,
+                 fallback: str | None = None) -> None:
         from .pretokenize import RegexPretokenizer
         from .pretokenize_transducer import split_arguments, split_utf8 as transduce, transducer_for
 
-        self.pattern = pattern
+        #: what it splits like (``fallback``'s pattern), and the pattern of the compiled program
+        self.pattern = fallback or pattern
+        self.program_pattern = pattern
         self.program = program
         transducer = None if engine == "backtracking" else transducer_for(pattern)
         if engine == "transducer" and transducer is None:
@@ -219,7 +223,7 @@ class ProgramPretokenizer:
         #: the matcher's compiled overloads by the text array's (type, writable, contiguous): called
         #: without the dispatcher, which types every argument on every call (microseconds a text)
         self._overloads: dict = {}
-        self.fallback = RegexPretokenizer(pattern)
+        self.fallback = RegexPretokenizer(fallback or pattern)
         # both code widths compiled (or loaded from numba's cache) now, not inside the first
         # text that holds a non-ASCII character
         for sample in (b"a 1.", "a \u00e9 1.".encode()):
@@ -264,6 +268,12 @@ _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 
 def program_pretokenizer(pattern: str, engine: str | None = None) -> ProgramPretokenizer | None:
     """A :class:`ProgramPretokenizer` for ``pattern``, or None when it does not compile.
-    ``engine``: None for the fastest that applies, "transducer" or "backtracking" to choose."""
-    found = _matcher(pattern)
-    return None if found is None else ProgramPretokenizer(pattern, *found, engine=engine)
+    ``engine``: None for the fastest that applies, "transducer" or "backtracking" to choose.
+    A pattern :func:`.pattern_program.with_gaps` wrote (HF's ``Split``, ``Isolated``) is split by the
+    program of the pattern it wraps, and by ``regex`` with the wrapped one where that leaves text
+    between matches."""
+    from .pattern_program import without_gaps
+
+    inner = without_gaps(pattern)
+    found = _matcher(inner or pattern)
+    return None if found is None else ProgramPretokenizer(inner or pattern, *found, engine=engine, fallback=pattern)
