@@ -85,9 +85,9 @@ _ALIGN = 64
 _SUFFIX = ".bpv"
 _DISABLED = {"off", "0", "no", "false"}
 #: modules whose code decides what a cache file holds (their size and mtime are in the key),
-#: relative to the ``algorithms`` tree; a folder stands for its modules
-# the HF loader's plain form (``pipeline/hf_pipeline.py``, with ``pipeline/pattern_program.py``'s
-# ``with_gaps``) decides a file's stored pattern and normalizer: a change there must rebuild its cache
+#: relative to the ``algorithms`` tree; a folder stands for its modules. The HF loader's plain form
+#: (``hf_pipeline.plain_form``, with ``pattern_program.with_gaps``) decides a file's stored pattern
+#: and normalizer.
 _LAYOUT_MODULES = ("cache/vocabularies.py", "kernels/compiled.py", "kernels/matching.py", "kernels/short_piece.py",
                    "formats", "pipeline/hf_pipeline.py", "pipeline/pattern_program.py")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
