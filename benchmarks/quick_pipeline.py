@@ -25,6 +25,8 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
    (not in the default set): the piece cache's sizes against none, in one process;
    ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
+   ``trained-pairs``: two ``tokenizer.json`` files trained alike by HF ``tokenizers``, one split by
+   o200k's regex, one by a regex of its own, each on its corpus's text it was not trained on.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
    Llama-3-shaped) against o200k, with and without cutting long pieces.
