@@ -791,8 +791,8 @@ def table_trained_pairs(cpu: int | None, vocab_size: int = 50_000) -> None:
           f" {measured_bytes // 1000} kB per kind: MB/s, and the own regex's speed / o200k's regex's")
     with tempfile.TemporaryDirectory() as scratch:
         ours, theirs = {}, {}
-        for name, split in splits.items():
-            path = Path(scratch) / f"{name.split()[0].strip(chr(39))}.json"
+        for number, (name, split) in enumerate(splits.items()):
+            path = Path(scratch) / f"split-{number}.json"
             hf = _trained_tokenizer_json(path, split, training, vocab_size)
             tok = Tokenizer(load_path(path))
             print(f"  {name}: {'fused pipeline' if tok.fused else 'component pipeline'}"

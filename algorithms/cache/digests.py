@@ -57,8 +57,7 @@ def file_digest(path: str | os.PathLike) -> str:
                 and entry[4] - max(st.st_mtime_ns, st.st_ctime_ns) >= RACY_SECONDS * 1e9):
             return entry[5]
     hashed_at = time.time_ns()
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
+    digest = _sha256_of(path)
     with _lock:
         entries = _entries(index)
         entries[key] = [*stamp, hashed_at, digest]
@@ -82,12 +81,17 @@ def file_digests(paths: list[str | os.PathLike]) -> list[str]:
         if _group_holds(entry, stamps, stats):
             return [member[4] for member in entry[2]]
     hashed_at = time.time_ns()
-    digests = [file_digest(key) for key in keys]
+    digests = [_sha256_of(key) for key in keys]
     with _lock:
         entries = _entries(index)
         entries[group] = ["group", hashed_at, [[*stamp, digest] for stamp, digest in zip(stamps, digests)]]
         _save(index, entries)
     return digests
+
+
+def _sha256_of(path: str | os.PathLike) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _group_holds(entry, stamps: list[list[int]], stats: list[os.stat_result]) -> bool:

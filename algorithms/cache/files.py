@@ -164,14 +164,19 @@ def record_verified(path: Path, stat: os.stat_result) -> None:
         write_atomically(stamp_path(path), json.dumps(file_stamp(stat)).encode())
 
 
-def discard(path: Path, reason: str) -> None:
-    """Remove a damaged cache file (and its stamp) and say so once per file (it is rebuilt by the
-    caller)."""
+def remove_with_stamp(path: Path) -> None:
+    """Remove a cache file and its ``.verified`` stamp, whichever exist (best effort)."""
     for doomed in (path, stamp_path(path)):
         try:
             doomed.unlink()
         except OSError:
             pass
+
+
+def discard(path: Path, reason: str) -> None:
+    """Remove a damaged cache file (and its stamp) and say so once per file (it is rebuilt by the
+    caller)."""
+    remove_with_stamp(path)
     key = str(path)
     if key not in _warned:
         _warned.add(key)

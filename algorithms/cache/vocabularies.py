@@ -76,7 +76,7 @@ from typing import Callable
 import numpy as np
 
 from ..formats.vocabulary import Vocabulary
-from .files import CacheDamaged, cache_root, discard, is_verified, record_verified, stamp_path
+from .files import CacheDamaged, cache_root, discard, is_verified, record_verified, remove_with_stamp
 
 FORMAT_VERSION = 4  # 2: record types named in the bpebench namespace; 3: the pipeline spec; 4: llama.cpp settings
 MAGIC = b"BPEBENCH-VOCAB\x00\x01"
@@ -457,16 +457,7 @@ def _remove_stale(path: Path) -> None:
         except OSError:
             pass
     for other in stale:
-        _unlink_with_stamp(other)
-
-
-def _unlink_with_stamp(path: Path) -> None:
-    """Remove a cache file and its ``.verified`` stamp, whichever exist (best effort)."""
-    for doomed in (path, stamp_path(path)):
-        try:
-            doomed.unlink()
-        except OSError:
-            pass
+        remove_with_stamp(other)
 
 
 def _source_file(header: dict) -> str | None:
@@ -493,7 +484,7 @@ def _remove_orphans(directory: Path, keep: Path) -> None:
         except (OSError, CacheDamaged, ValueError):
             continue  # a damaged file is discarded when something reads it
         if source is not None and not os.path.exists(source):
-            _unlink_with_stamp(other)
+            remove_with_stamp(other)
 
 
 def cached_vocabulary(source: str | Path, loader_id: str, build: Callable[[], Vocabulary],

@@ -204,9 +204,7 @@ class ProgramPretokenizer:
         from .pretokenize import RegexPretokenizer
         from .pretokenize_transducer import split_arguments, split_utf8 as transduce, transducer_for
 
-        #: what it splits like (``fallback``'s pattern), and the pattern of the compiled program
-        self.pattern = fallback or pattern
-        self.program_pattern = pattern
+        self.pattern = fallback or pattern  # what it splits like
         self.program = program
         transducer = None if engine == "backtracking" else transducer_for(pattern)
         if engine == "transducer" and transducer is None:
