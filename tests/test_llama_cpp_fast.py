@@ -26,11 +26,15 @@ sys.path.insert(0, str(Path(__file__).parent / "golden"))
 from golden_fixtures import llama_cpp_variant  # noqa: E402
 
 #: one variant per hand-written splitter, one that shares Qwen2's list under another name, GPT-4o's
-#: case classes in llama.cpp's lookahead spelling (o200k's twin), and pre-tokenizers with no twin: a
-#: sequence of regexes, the ported Kimi-K2 and AFMoE splitters
+#: case classes in llama.cpp's lookahead spelling (o200k's twin), and pre-tokenizers with no twin:
+#: sequences of regexes (compiled, ``llama_cpp_program``), the ported Kimi-K2 and AFMoE splitters
+#: (emulated)
 FAST_VARIANTS = {"pre:gpt-2": "gpt2", "pre:llama3": "llama3", "pre:qwen2": "qwen2", "pre:stablelm2": "qwen2",
                  "pre:qwen35": "qwen35", "pre:gpt-4o": "o200k",
-                 "pre:(missing)": None, "pre:deepseek-llm": None, "pre:kimi-k2": None, "pre:afmoe": None}
+                 "pre:(missing)": None, "pre:deepseek-llm": None, "pre:deepseek-v3": None, "pre:kimi-k2": None,
+                 "pre:afmoe": None}
+#: the variants with no twin whose regex list does not compile
+EMULATED = {"pre:kimi-k2", "pre:afmoe"}
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +92,11 @@ def test_only_the_hand_written_splitters_have_a_compiled_twin(variants):
         assert compiled_pattern(variants[name].llama_cpp["pre"]) == pattern
         tok = Tokenizer(variants[name])
         assert tok.fused and tok._llama_fused.pattern_name == pattern
-        # a compiled pre-tokenizer; Qwen3.5's generated matcher; llama.cpp's split as emulated
+        # a compiled pre-tokenizer; Qwen3.5's generated matcher; llama.cpp's regex list, compiled or
+        # (a hand-written splitter that is no regex) emulated
         splitter = tok._llama_fused.pipeline.splitter
-        assert type(splitter).__name__ == {None: "LlamaCppPretokenizer", "qwen35": "ProgramPretokenizer"}.get(
-            pattern, "NoneType")
+        no_twin = "LlamaCppPretokenizer" if name in EMULATED else "LlamaCppProgramSplitter"
+        assert type(splitter).__name__ == {None: no_twin, "qwen35": "ProgramPretokenizer"}.get(pattern, "NoneType")
         assert not Tokenizer(variants[name], algorithm="naive").fused  # the reference stays the oracle
         assert not Tokenizer(variants[name], pretokenizer="regex").fused
     assert not Tokenizer(variants["missing-byte:gpt-2"]).fused  # llama.cpp drops the byte: reference path
@@ -129,7 +134,8 @@ def test_fused_equals_the_reference_path(variants, variant, texts):
 def test_a_compiled_twin_takes_every_text_and_a_screened_one_stops_some(variants):
     """The compiled twins read llama.cpp's class table, so every text goes to them, the characters
     the two Unicode tables class differently and ſ included; Qwen3.5's generated matcher reads
-    ``regex``'s classes, so its screen sends those texts to the emulated split."""
+    ``regex``'s classes, so its screen sends those texts to llama.cpp's regex list (compiled with
+    llama.cpp's classes, ``llama_cpp_program``)."""
     safe = "It's 2024: naïve café, 東京 ×3 — Ωmega\u00a0end\n"
     unsafe = ("x'ſx", "word \U000105c0 word", "a\ud800b", "\u088f\u0301 É")
     for variant in ("pre:llama3", "pre:gpt-4o", "pre:qwen35"):
@@ -141,7 +147,7 @@ def test_a_compiled_twin_takes_every_text_and_a_screened_one_stops_some(variants
         for text in unsafe:
             used = llama.pipeline_for(text)
             if variant == "pre:qwen35":
-                assert type(used.splitter).__name__ == "LlamaCppPretokenizer"
+                assert type(used.splitter).__name__ == "LlamaCppProgramSplitter"
             else:
                 assert used is llama.pipeline and used.splitter is None
             assert tok.encode_ordinary(text) == naive.encode_ordinary(text), (variant, text)
@@ -196,7 +202,7 @@ def test_the_table_is_kept_on_disk_and_a_damaged_copy_is_rebuilt(tmp_path, monke
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("variant", ["pre:qwen2", "pre:qwen35", "pre:deepseek-llm"])
+@pytest.mark.parametrize("variant", ["pre:qwen2", "pre:qwen35", "pre:deepseek-llm", "pre:kimi-k2"])
 def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, variant, threads):
     """A text of at least 64 kB is encoded in parts cut at pre-token boundaries (on the threads), as a
     tiktoken vocabulary's is (a compiled twin's cut points; a generated matcher's or the emulated
@@ -224,7 +230,7 @@ def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, variant, thre
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("variant", ["pre:gpt-4o", "pre:qwen35", "pre:deepseek-llm"])
+@pytest.mark.parametrize("variant", ["pre:gpt-4o", "pre:qwen35", "pre:deepseek-llm", "pre:kimi-k2"])
 def test_batches_go_to_the_fused_pipelines_with_the_same_ids(variants, variant, threads):
     """A batch of a GGUF file is carved text by text and each pipeline's stretches are encoded as one
     batch on the threads (qwen35: the screen sends the texts with characters the two tables class
@@ -247,7 +253,7 @@ def test_batches_go_to_the_fused_pipelines_with_the_same_ids(variants, variant, 
     assert tok.encode_batch(texts, allowed_special="all", num_threads=threads) == [
         reference.encode(t, allowed_special="all") for t in texts]
     llama = tok._llama_fused
-    assert set(map(id, used)) == ({id(llama.pipeline), id(llama.emulated)} if variant == "pre:qwen35"
+    assert set(map(id, used)) == ({id(llama.pipeline), id(llama.listed)} if variant == "pre:qwen35"
                                   else {id(llama.pipeline)})
 
 

@@ -1059,8 +1059,9 @@ def unsupported_reason(vocab, *, llama_cpp_split: tuple[str, str] | None = None)
     A GGUF file's vocabulary needs ``llama_cpp_split``: ``("compiled", name)``, a compiled pattern
     that splits as its llama.cpp pre-tokenizer when given llama.cpp's class table (the pipeline's
     ``classes``); ``("pattern",
-    regex)``, a pattern that does on the texts its caller lets through; or ``("emulated", type)``,
-    that pre-tokenizer's type, whose split ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
+    regex)``, a pattern that does on the texts its caller lets through; or ``("list", type)``,
+    that pre-tokenizer's type, whose regex list ``llama_cpp_program`` compiles or, when it cannot,
+    ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
     if vocab.llama_cpp is not None and llama_cpp_split is None:
@@ -1269,14 +1270,14 @@ class FusedPipeline:
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
         self.splitter = None
         if compiled_name is None and llama_cpp_split is not None:
-            from .llama_cpp_split import LlamaCppPretokenizer
+            from .llama_cpp_program import llama_cpp_splitter
             from .pretokenize import RegexPretokenizer
             from .pretokenize_program import program_pretokenizer
 
             if llama_cpp_split[0] == "pattern":  # a pattern that splits as llama.cpp's on screened text
                 self.splitter = program_pretokenizer(llama_cpp_split[1]) or RegexPretokenizer(llama_cpp_split[1])
-            else:  # llama.cpp's split, as emulated
-                self.splitter = LlamaCppPretokenizer(llama_cpp_split[1])
+            else:  # llama.cpp's regex list, compiled (else emulated)
+                self.splitter = llama_cpp_splitter(llama_cpp_split[1])
         elif compiled_name is None:
             from ..formats.patterns import resolve_pattern
             from .pretokenize import RegexPretokenizer, WholeText

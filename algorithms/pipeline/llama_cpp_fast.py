@@ -25,8 +25,9 @@ pre-tokenizer. The special tokens are llama.cpp's rules throughout: the Tokenize
 them out first, and only the ordinary text between them comes here.
 
 Complexity: linear, as the fused pipeline (the screen adds one table read per character of a text
-that is not ASCII); the emulated split is ``re``'s. Exact: tested against llama.cpp's recorded ids
-and against the reference path on drawn text and on words the two tables class differently.
+that is not ASCII); a compiled list's split is the generated matcher's, the emulated split
+``re``'s. Exact: tested against llama.cpp's recorded ids and against the reference path on drawn
+text and on words the two tables class differently.
 """
 
 from __future__ import annotations
@@ -205,18 +206,18 @@ def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
 
 class LlamaCppFused:
     """The fused pipelines of a GGUF vocabulary: with the twin of its pre-tokenizer (``pattern_name``)
-    for the ordinary text that passes the screen, else with llama.cpp's split as emulated
-    (``LlamaCppPretokenizer``, over ``re``) feeding the compiled BPE stage."""
+    for the ordinary text that passes the screen, else with llama.cpp's regex list (compiled, or
+    emulated over ``re``) feeding the compiled BPE stage."""
 
     def __init__(self, vocabulary, pre_type: str, piece_cache_slots: int | None) -> None:
         self.pattern_name = compiled_pattern(pre_type)
         if self.pattern_name in TWIN_PATTERNS:
             split = ("pattern", TWIN_PATTERNS[self.pattern_name])
         else:
-            split = ("compiled", self.pattern_name) if self.pattern_name else ("emulated", pre_type)
+            split = ("compiled", self.pattern_name) if self.pattern_name else ("list", pre_type)
         self._vocabulary, self._piece_cache_slots, self._pre_type = vocabulary, piece_cache_slots, pre_type
         self.pipeline = self._pipeline(split)
-        self._emulated = self.pipeline if self.pattern_name is None else None  # made on the first text stopped
+        self._listed = self.pipeline if self.pattern_name is None else None  # made on the first text stopped
         # the compiled twins read llama.cpp's class table (``class_tables``): only a generated
         # matcher's, whose classes are ``regex``'s, needs the screen
         self._screened = self.pattern_name in TWIN_PATTERNS
@@ -230,22 +231,22 @@ class LlamaCppFused:
         return fused_pipeline(self._vocabulary, self._piece_cache_slots, llama_cpp_split=split, classes=classes)
 
     @property
-    def emulated(self):
-        """The pipeline fed by the emulated split, or None while none has been made."""
-        return self._emulated
+    def listed(self):
+        """The pipeline fed by llama.cpp's regex list, or None while none has been made."""
+        return self._listed
 
     def pipeline_for(self, text: str):
         """The pipeline that encodes ``text`` as llama.cpp does: the twin's when it passes the
-        screen, else the one the emulated split feeds."""
+        screen, else the one llama.cpp's regex list feeds."""
         if self.passes(text):
             return self.pipeline
-        if self._emulated is None:
-            self._emulated = self._pipeline(("emulated", self._pre_type))
-        return self._emulated
+        if self._listed is None:
+            self._listed = self._pipeline(("list", self._pre_type))
+        return self._listed
 
     def passes(self, text: str) -> bool:
         """True when ``text`` splits alike under llama.cpp and the pipeline's pre-tokenizer."""
-        if not self._screened:  # a compiled twin with llama.cpp's classes, or the emulated split itself
+        if not self._screened:  # a compiled twin with llama.cpp's classes, or the regex list itself
             return True
         if text.isascii() and self._ascii_passes:
             return True
@@ -267,6 +268,6 @@ def llama_cpp_fused(vocabulary, piece_cache_slots: int | None) -> LlamaCppFused 
     pre_type = info.get("pre")
     if pre_type not in llama_cpp_pre.PRE_TYPES or (np.asarray(vocabulary.byte_token) < 0).any():
         return None
-    if unsupported_reason(vocabulary, llama_cpp_split=("emulated", pre_type)) is not None:
+    if unsupported_reason(vocabulary, llama_cpp_split=("list", pre_type)) is not None:
         return None
     return LlamaCppFused(vocabulary, pre_type, piece_cache_slots)

@@ -261,20 +261,24 @@ def _all_code_points() -> str:
 
 #: the layout of the class-table files (part of their key)
 _TABLE_FORMAT = 2
+#: what a class's source text means: ``regex``'s reading (the default), or llama.cpp's
+#: (:mod:`.llama_cpp_split`): ``re`` with ASCII classes over the text with every non-ASCII code point
+#: collapsed to its category's placeholder, or over the code points themselves ("wide"), non-ASCII
+#: whitespace read as ``\v`` in both
+MEANINGS = ("regex", "llama.cpp collapsed", "llama.cpp wide")
 
 
-def class_table(classes: list[tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every code point's *kind* (the set of classes ``regex`` matches it with), as a two-stage
-    table of kind numbers, and each kind's class bits (bit k: class k). Kept under the cache root
-    (checked bytes, keyed by the classes and ``regex``'s version): listing costs 0.1-0.3 s."""
+def class_table(classes: list[tuple[str, bool]], meaning: str = "regex") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every code point's *kind* (the set of classes it is in, as ``meaning`` reads them), as a
+    two-stage table of kind numbers, and each kind's class bits (bit k: class k). Kept under the cache
+    root (checked bytes, keyed by the classes, the meaning and what defines it: ``regex``'s version, or
+    the Unicode data and the module that collapses categories): listing costs 0.1-0.3 s."""
     import hashlib
     import json
 
-    import regex
-
     from ..cache.files import CacheDamaged, cache_root, discard, read_checked, write_checked
 
-    key = hashlib.sha256(json.dumps([_TABLE_FORMAT, regex.__version__, classes]).encode()).hexdigest()[:24]
+    key = hashlib.sha256(json.dumps([_TABLE_FORMAT, meaning, _meaning_version(meaning), classes]).encode()).hexdigest()[:24]
     path = cache_root() / "patterns" / f"classes_{key}.bin"
     n_blocks = _N_CODEPOINTS // _BLOCK
     try:
@@ -291,18 +295,51 @@ def class_table(classes: list[tuple[str, bool]]) -> tuple[np.ndarray, np.ndarray
             raise CacheDamaged("tables of the wrong shape")
     except (CacheDamaged, ValueError) as exc:
         discard(path, str(exc))
-    stage1, stage2, kinds = _list_classes(classes, regex)
+    stage1, stage2, kinds = _list_classes(classes, meaning)
     write_checked(path, stage1.tobytes() + np.int32(len(kinds)).tobytes() + kinds.tobytes() + stage2.tobytes())
     return stage1, stage2, kinds
 
 
-def _list_classes(classes: list[tuple[str, bool]], regex) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _meaning_version(meaning: str) -> str:
+    if meaning == "regex":
+        import regex
+
+        return regex.__version__
+    if meaning not in MEANINGS:
+        raise ValueError(f"unknown class meaning {meaning!r}")
+    import hashlib
+    import unicodedata
+
+    from . import llama_cpp_split
+
+    with open(llama_cpp_split.__file__, "rb") as f:
+        return f"{unicodedata.unidata_version} {hashlib.sha256(f.read()).hexdigest()[:16]}"
+
+
+def _list_classes(classes: list[tuple[str, bool]], meaning: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     everything = _all_code_points()
+    if meaning == "regex":
+        import regex
+
+        def compiled(source: str, ignore_case: bool):
+            return regex.compile(("(?i)" if ignore_case else "") + f"(?:{source})+")
+    else:
+        import re
+        import warnings
+
+        from .llama_cpp_split import collapsed, whitespace_as_vtab
+
+        # each position holds what llama.cpp's regex reads there (the positions stay the code points')
+        everything = collapsed(everything) if meaning == "llama.cpp collapsed" else whitespace_as_vtab(everything)
+
+        def compiled(source: str, ignore_case: bool):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": ECMAScript reads it plainly
+                return re.compile(f"(?:{source})+", re.ASCII | (re.IGNORECASE if ignore_case else 0))
     flat = np.zeros(_N_CODEPOINTS, dtype=np.uint32)
     for k, (source, ignore_case) in enumerate(classes):
-        compiled = regex.compile(("(?i)" if ignore_case else "") + f"(?:{source})+")
         bit = np.uint32(1 << k)
-        for match in compiled.finditer(everything):
+        for match in compiled(source, ignore_case).finditer(everything):
             start, end = match.span()
             # positions past the surrogate gap stand for code points 0x800 higher
             lo = start if start < 0xD800 else start + 0x800
@@ -338,9 +375,10 @@ def _byte_classes(stage1: np.ndarray, stage2: np.ndarray, kinds: np.ndarray) -> 
     return table
 
 
-@lru_cache(maxsize=32)
-def compile_pattern(pattern: str) -> Program | None:
-    """The program of ``pattern``, or None when it is outside the supported shape."""
+@lru_cache(maxsize=64)
+def compile_pattern(pattern: str, meaning: str = "regex") -> Program | None:
+    """The program of ``pattern``, or None when it is outside the supported shape; its classes read
+    as ``meaning`` says (:data:`MEANINGS`)."""
     parser = _Parser(pattern)
     try:
         branches = parser.parse()
@@ -349,7 +387,7 @@ def compile_pattern(pattern: str) -> Program | None:
     if any(_min_length(branch) == 0 for branch in branches):
         return None  # an empty match: findall's rules for those are not reproduced
     try:
-        stage1, stage2, kinds = class_table(parser.classes)
+        stage1, stage2, kinds = class_table(parser.classes, meaning)
     except Exception:  # noqa: BLE001 - a class regex cannot read alone: leave the pattern to regex
         return None
     rows, alternatives, alternative_classes, counts, spans = [], [0], [], [], []

@@ -153,24 +153,31 @@ def generated_source(program, pattern: str) -> str:
 def _matcher(pattern: str):
     """The generated module's ``piece_ends`` for ``pattern`` (written under the cache root, so that
     numba's cache keeps its machine code), or None when the pattern does not compile."""
+    program = compile_pattern(pattern)
+    if program is None:
+        return None
+    module = load_generated(generated_source(program, pattern), "pattern")
+    return None if module is None else (program, module.split_utf8)
+
+
+def load_generated(source: str, prefix: str):
+    """The module of generated numba code ``source``, written under the cache root as
+    ``<prefix>_<digest>.py`` (so that numba's cache keeps its machine code; its functions are
+    guarded against a damaged cache entry), or None when the cache root cannot take it."""
     import hashlib
     import importlib.util
     import sys
 
-    program = compile_pattern(pattern)
-    if program is None:
-        return None
-    source = generated_source(program, pattern)
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     from ..cache.files import cache_root, write_atomically
 
     directory = cache_root() / "patterns"
-    path = directory / f"pattern_{digest}.py"
+    path = directory / f"{prefix}_{digest}.py"
     try:
         if not path.exists() or path.read_text() != source:
             if not write_atomically(path, source.encode()):
                 raise OSError("the cache directory cannot be written")
-        name = f"bpebench_pattern_{digest}"
+        name = f"bpebench_{prefix}_{digest}"
         module = sys.modules.get(name)
         if module is None:
             spec = importlib.util.spec_from_file_location(name, path)
@@ -185,10 +192,10 @@ def _matcher(pattern: str):
         return None
     from ..kernels.jit import guard_disk_cache
 
-    for name in dir(module):
-        if name in ("piece_ends", "split_utf8", "_run") or name.startswith("_branch_"):
-            guard_disk_cache(getattr(module, name))
-    return program, module.split_utf8
+    for name, value in vars(module).items():
+        if hasattr(value, "py_func") and getattr(value, "__module__", None) == module.__name__:
+            guard_disk_cache(value)
+    return module
 
 
 class ProgramPretokenizer:

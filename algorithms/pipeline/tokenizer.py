@@ -196,7 +196,7 @@ class Tokenizer:
         self._lookup = vocabulary.token_id if vocabulary.whole_piece_lookup else None
         self._init_llama_cpp(vocabulary)
         # a byte-level GGUF file: its ordinary text goes to the fused pipeline (``llama_cpp_fast``: a
-        # twin of llama.cpp's pre-tokenizer, else its emulated split before the compiled BPE stage)
+        # twin of llama.cpp's pre-tokenizer, else its regex list before the compiled BPE stage)
         if (self._carver is not None and self._unencodable is None and requested_pretokenizer is None
                 and self._default_algorithm and self._encoder_is_fusable()):
             from .llama_cpp_fast import llama_cpp_fused
@@ -288,7 +288,7 @@ class Tokenizer:
     @property
     def fused(self) -> bool:
         """True when texts go through the fused compiled pipeline (for a GGUF file: its ordinary text,
-        split by a twin of llama.cpp's pre-tokenizer or by its emulation, ``llama_cpp_fast``)."""
+        split by a twin of llama.cpp's pre-tokenizer or by its regex list, ``llama_cpp_fast``)."""
         return self._fused is not None or self._llama_fused is not None
 
     @property
@@ -408,7 +408,7 @@ class Tokenizer:
     def _llama_fused_ids(self, text: str, as_array: bool, num_threads: int | None = None):
         """The ids of ordinary ``text`` of a GGUF file through a fused pipeline (int32, or a list; a
         long text in parts on the threads): the twin of llama.cpp's pre-tokenizer (behind a screen
-        for a generated matcher's), else the emulated split feeding the compiled BPE stage
+        for a generated matcher's), else llama.cpp's regex list feeding the compiled BPE stage
         (``llama_cpp_fast``). None when the file has no fused pipeline."""
         llama = self._llama_fused
         if llama is None or not text:
@@ -703,7 +703,7 @@ class Tokenizer:
     def _llama_batch(self, texts: list[str], num_threads: int | None, flat: bool):
         """``encode_ordinary_batch`` (``flat``: ``..._to_numpy``) of a GGUF file with a fused path: the
         literals llama.cpp always cuts are carved out of each text, the stretches between them go to
-        the pipeline that encodes each (the twin's, or the emulated split's for one the screen
+        the pipeline that encodes each (the twin's, or the regex list's for one the screen
         stops: ``LlamaCppFused.pipeline_for``), and each pipeline's stretches are one batch on the
         threads."""
         llama, carver = self._llama_fused, self._carver
@@ -716,10 +716,11 @@ class Tokenizer:
             pipeline = llama.pipeline_for(stretch)
             routes.setdefault(id(pipeline), (pipeline, []))[1].append(i)
         threads = thread_count(num_threads)
+        from .llama_cpp_split import LlamaCppPretokenizer
 
         def encode(stretches: list[str], pipeline):
             # the emulated split holds the GIL (``re``): on two threads a batch ran at 0.9 of one
-            many = 1 if pipeline is llama.emulated else threads
+            many = 1 if isinstance(pipeline.splitter, LlamaCppPretokenizer) else threads
             return (self._batch_flat if flat else self._batch_lists)(stretches, many, pipeline)
 
         if len(routes) == 1 and segmented is None:  # no literal cut, one pipeline: the batch as is
