@@ -32,16 +32,17 @@ COMPILED = [name for name in LISTS if compiled_steps(name) is not None]
 
 
 def test_the_lists_that_compile_and_those_that_do_not():
-    # DeepSeek-V3's (shared by Hunyuan-dense, JoyAI, HY-v4), DeepSeek-LLM's, StarCoder's, BLOOM's, ...
+    # DeepSeek-V3's (shared by Hunyuan-dense, JoyAI, HY-v4), DeepSeek-LLM's, StarCoder's, BLOOM's,
+    # Tekken's (case classes as one character in two classes), ...
     for name in ("deepseek3_llm", "hunyuan_dense", "deepseek_llm", "deepseek_coder", "default", "falcon",
-                 "starcoder", "command_r", "poro", "bloom", "youtu", "jais2"):
+                 "starcoder", "command_r", "poro", "bloom", "youtu", "jais2", "tekken", "granite_emb_multi"):
         assert name in PRE_TYPES and compiled_steps(name) is not None, name
-    # hand-written splitters that are no regex, nested groups (Tekken's case classes), a look-ahead
-    # of several classes: the emulation keeps them
-    for name in ("kimi_k2", "afmoe", "tiny_aya", "tekken", "superbpe"):
+    # hand-written splitters that are no regex, nested groups, a look-ahead of several classes: the
+    # emulation keeps them
+    for name in ("kimi_k2", "afmoe", "tiny_aya", "exaone_moe", "chameleon", "superbpe"):
         assert compiled_steps(name) is None, name
         assert isinstance(llama_cpp_splitter(name), LlamaCppPretokenizer)
-    assert len(COMPILED) >= 16 and set(COMPILED) <= set(LISTS)
+    assert len(COMPILED) >= 18 and set(COMPILED) <= set(LISTS)
 
 
 @pytest.fixture(scope="module")

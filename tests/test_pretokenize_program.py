@@ -29,6 +29,9 @@ SHAPES = {
     "possessive group": r"(?:'s|'t)?+\w+|\W",
     # a piece whose end is settled only where a long run ends (the transducer's run-time path)
     "late end": r"\p{L}+\d|\p{L}|\s*\n|\s|\d",
+    # o200k's case classes as llama.cpp spells them: one character in two classes, in groups
+    "intersection": r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|(?:(?=\p{L})[^a-z])+\d"
+                    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
 }
 #: shapes whose program the transducer refuses: a possessive group that the rest can fail after
 NO_TRANSDUCER = {"possessive group"}

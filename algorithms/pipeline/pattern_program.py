@@ -106,6 +106,10 @@ class _Parser:
     def item(self, ignore_case: bool, top: bool) -> tuple:
         c = self.peek()
         if c == "(":
+            source = self.intersection()
+            if source is not None:  # one character in two classes: a class of its own
+                index = self.class_index(source, ignore_case)
+                return (CLASS, index, *self.quantifier())
             if not top:
                 raise Unsupported("a group inside a group")
             return self.group(ignore_case)
@@ -124,6 +128,35 @@ class _Parser:
         index = self.class_index(source, ignore_case)
         low, high, mode = self.quantifier()
         return (CLASS, index, low, high, mode)
+
+    def intersection(self) -> str | None:
+        """``((?=A)(B))`` (or ``(?:(?=A)B)``, groups optional), A and B single classes: one character in
+        both, as llama.cpp spells o200k's case classes. Its source ``(?=A)B`` is a class (a character
+        matches it alone or not at all); None, with nothing read, for any other group."""
+        start = self.at
+        try:
+            self.expect("(")
+            if self.text.startswith("?:", self.at):
+                self.at += 2
+            self.expect("(?=")
+            ahead = self.atom()
+            self.expect(")")
+            grouped = self.peek() == "("
+            if grouped:
+                self.expect("(")
+            source = self.atom()
+            if grouped:
+                self.expect(")")
+            self.expect(")")
+            return f"(?={ahead}){source}"
+        except Unsupported:
+            self.at = start
+            return None
+
+    def expect(self, literal: str) -> None:
+        if not self.text.startswith(literal, self.at):
+            raise Unsupported(f"expected {literal!r} at {self.at}")
+        self.at += len(literal)
 
     def quantifier_follows(self) -> bool:
         end = self.text.find("}", self.at)
