@@ -27,14 +27,14 @@ from golden_fixtures import llama_cpp_variant  # noqa: E402
 
 #: one variant per hand-written splitter, one that shares Qwen2's list under another name, GPT-4o's
 #: case classes in llama.cpp's lookahead spelling (o200k's twin), and pre-tokenizers with no twin:
-#: sequences of regexes (compiled, ``llama_cpp_program``), the ported Kimi-K2 and AFMoE splitters
-#: (emulated)
+#: sequences of regexes and the hand-written Kimi-K2 and AFMoE splitters (compiled,
+#: ``llama_cpp_program``), EXAONE-MoE's nested groups (emulated)
 FAST_VARIANTS = {"pre:gpt-2": "gpt2", "pre:llama3": "llama3", "pre:qwen2": "qwen2", "pre:stablelm2": "qwen2",
                  "pre:qwen35": "qwen35", "pre:gpt-4o": "o200k",
                  "pre:(missing)": None, "pre:deepseek-llm": None, "pre:deepseek-v3": None, "pre:kimi-k2": None,
-                 "pre:afmoe": None}
+                 "pre:afmoe": None, "pre:exaone-moe": None}
 #: the variants with no twin whose regex list does not compile
-EMULATED = {"pre:kimi-k2", "pre:afmoe"}
+EMULATED = {"pre:exaone-moe"}
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def test_the_table_is_kept_on_disk_and_a_damaged_copy_is_rebuilt(tmp_path, monke
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("variant", ["pre:qwen2", "pre:qwen35", "pre:deepseek-llm", "pre:kimi-k2"])
+@pytest.mark.parametrize("variant", ["pre:qwen2", "pre:qwen35", "pre:deepseek-llm", "pre:exaone-moe"])
 def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, variant, threads):
     """A text of at least 64 kB is encoded in parts cut at pre-token boundaries (on the threads), as a
     tiktoken vocabulary's is (a compiled twin's cut points; a generated matcher's or the emulated
@@ -230,7 +230,7 @@ def test_long_texts_are_cut_into_parts_with_the_same_ids(variants, variant, thre
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("variant", ["pre:gpt-4o", "pre:qwen35", "pre:deepseek-llm", "pre:kimi-k2"])
+@pytest.mark.parametrize("variant", ["pre:gpt-4o", "pre:qwen35", "pre:deepseek-llm", "pre:exaone-moe"])
 def test_batches_go_to_the_fused_pipelines_with_the_same_ids(variants, variant, threads):
     """A batch of a GGUF file is carved text by text and each pipeline's stretches are encoded as one
     batch on the threads (qwen35: the screen sends the texts with characters the two tables class

@@ -19,9 +19,12 @@ One call per text splits it with every regex of the list: the text is decoded on
 points (ASCII text's bytes are its code points), and each regex reads its own kinds of them (one
 type of code for every text: numba compiles each regex's matcher once).
 
-Not compiled (the emulation keeps them): a list with a hand-written splitter that is no regex
-(Kimi-K2's, AFMoE's and tiny_aya's digit grouping), and a regex outside the program's shape
-(the nested groups of Tekken's case classes, a look-ahead of several classes).
+llama.cpp's hand-written splitters that are no regex (Kimi-K2's, and the digit grouping of AFMoE
+and tiny_aya) are ported as numba functions here (:func:`kimi_k2`, :func:`digit_groups`), from
+the emulation's Python, quirks included; they read one table of llama.cpp's categories (letter,
+number, whitespace, Han). Not compiled (the emulation keeps them): a list with a regex outside the
+program's shape (nested groups, a look-ahead of several classes: EXAONE-MoE's, Chameleon's and
+SuperBPE's).
 
 Complexity: per regex, O(branches x piece length) for each piece (a greedy run that must give
 back costs one retry per character), as the generated matcher. Exact with respect to the
@@ -46,9 +49,21 @@ class Step(NamedTuple):
     """One regex of a list, compiled."""
 
     regex: str  # as llama.cpp writes it
-    pattern: str  # as the emulation runs it (``re`` syntax)
-    meaning: str  # how its classes read (``pattern_program.MEANINGS``)
-    program: object  # its ``pattern_program.Program``
+    pattern: str  # as the emulation runs it (``re`` syntax); the splitter's name for a hand-written one
+    meaning: str  # how its classes read (``pattern_program.MEANINGS``), or "hand-written"
+    program: object  # its ``pattern_program.Program``, or the :class:`CategoryTable` a hand-written one reads
+
+
+class CategoryTable(NamedTuple):
+    """llama.cpp's categories as class bits (:data:`LETTER`, ...), in a program's two-stage layout."""
+
+    stage1: np.ndarray
+    stage2: np.ndarray
+    kind_classes: np.ndarray
+
+
+#: the class bits of :func:`category_table`
+LETTER, NUMBER, SPACE, HAN = 1, 2, 4, 8
 
 
 def compiled_steps(pre_type: str) -> tuple[Step, ...] | None:
@@ -56,6 +71,43 @@ def compiled_steps(pre_type: str) -> tuple[Step, ...] | None:
     compile (or is a hand-written splitter)."""
     spec = PRE_TYPES.get(pre_type)
     return None if spec is None else _compiled_list(spec.regexes)
+
+
+@lru_cache(maxsize=1)
+def category_table() -> CategoryTable:
+    """Every code point's llama.cpp category as class bits: :data:`LETTER`, :data:`NUMBER`,
+    :data:`SPACE` (what the emulation collapses to ``\v``), :data:`HAN` (``llama_cpp_split.is_han``).
+    Kept in the cache root (``llama_cpp_fast``'s files: keyed by the Unicode data and the modules)."""
+    from .llama_cpp_fast import _cache_path, _read_or_make
+    from .llama_cpp_split import _LETTER, _NUMBER, _VTAB, category_codes, is_han
+    from .pattern_program import two_stage
+
+    def make() -> bytes:
+        codes = category_codes()
+        points = np.arange(0x110000)
+        flat = ((codes == _LETTER) * LETTER | (codes == _NUMBER) * NUMBER | (codes == _VTAB) * SPACE).astype(np.uint32)
+        han = np.fromiter((is_han(int(c)) for c in points), dtype=bool, count=len(points))
+        flat[han] |= HAN
+        stage1, stage2, kinds = two_stage(flat)
+        return (np.int32(len(kinds)).tobytes() + kinds.tobytes() + stage1.astype(np.int32).tobytes()
+                + stage2.astype(np.uint16).tobytes())
+
+    def split(payload: bytes) -> CategoryTable:
+        n_kinds = int(np.frombuffer(payload, dtype=np.int32, count=1)[0])
+        kinds = np.frombuffer(payload, dtype=np.uint32, count=n_kinds, offset=4)
+        stage1 = np.frombuffer(payload, dtype=np.int32, count=0x110000 >> 8, offset=4 + kinds.nbytes)
+        stage2 = np.frombuffer(payload, dtype=np.uint16, offset=4 + kinds.nbytes + stage1.nbytes)
+        return CategoryTable(stage1, stage2, kinds)
+
+    def valid(payload: bytes) -> bool:
+        try:
+            table = split(payload)
+        except ValueError:
+            return False
+        return (len(table.stage2) % 256 == 0 and int(table.stage1.min()) >= 0
+                and int(table.stage1.max()) < len(table.stage2) // 256 and int(table.stage2.max()) < len(table.kind_classes))
+
+    return split(bytearray(_read_or_make(_cache_path("categories"), make, valid, "llama.cpp category table")))
 
 
 @lru_cache(maxsize=None)
@@ -67,7 +119,9 @@ def _compiled_list(regexes: tuple[str, ...]) -> tuple[Step, ...] | None:
     steps = []
     for regex in regexes:
         if regex in (KIMI_K2, AFMOE_DIGITS, TINY_AYA_DIGITS):
-            return None
+            name = "kimi_k2" if regex == KIMI_K2 else "digit_groups"
+            steps.append(Step(regex, name, "hand-written", category_table()))
+            continue
         on_collapsed = uses_categories(regex)
         if on_collapsed and any(ord(c) >= 128 for c in regex):
             return None  # llama.cpp refuses it (the emulation says so)
@@ -92,6 +146,7 @@ def generated_source(steps: tuple[Step, ...]) -> str:
              f"# beside {_own_digest()} {_module_digest()}",
              "import numpy as np", "from numba import njit", "",
              "from bpebench.algorithms.pipeline.llama_cpp_program import decode as _decode, kinds_of as _kinds_of",
+             "from bpebench.algorithms.pipeline.llama_cpp_program import digit_groups as _digit_groups, kimi_k2 as _kimi_k2",
              "", "",
              "@njit(cache=True, inline='always')",
              "def _run(codes, classes, n, s, mask, high):",
@@ -100,6 +155,8 @@ def generated_source(steps: tuple[Step, ...]) -> str:
              "        r += 1",
              "    return r", ""]
     for j, step in enumerate(steps):
+        if step.meaning == "hand-written":
+            continue
         program = step.program
         branches = program.branches.tolist()
         for b, (first, end) in enumerate(branches):
@@ -157,7 +214,10 @@ def generated_source(steps: tuple[Step, ...]) -> str:
               "    m = 1"]
     for j in range(len(steps)):
         source, target = ("first", "second") if j % 2 == 0 else ("second", "first")
-        lines += [f"    m = _r{j}(_kinds_of(points, s{j}, t{j}), k{j}, {source}, m, {target})"]
+        if steps[j].meaning == "hand-written":
+            lines += [f"    m = _{steps[j].pattern}(points, _kinds_of(points, s{j}, t{j}), k{j}, {source}, m, {target})"]
+        else:
+            lines += [f"    m = _r{j}(_kinds_of(points, s{j}, t{j}), k{j}, {source}, m, {target})"]
     last = "second" if len(steps) % 2 == 1 else "first"
     lines += ["    for i in range(m):",
               f"        ends[i] = {last}[i] if ascii else offsets[{last}[i]]",
@@ -212,6 +272,130 @@ def kinds_of(points, stage1, stage2):
         cp = np.int64(points[i])
         kinds[i] = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
     return kinds
+
+
+# ----------------------------------------------------------------------------- hand-written splitters
+@njit(cache=True)
+def digit_groups(points, kinds, classes, ends_in, m_in, ends):
+    """llama.cpp's AFMoE digit grouping (``llama_cpp_split._split_digit_groups``): each run of numbers
+    cut into a leading 1-2 and then threes, the text before a run joined to its first group."""
+    m = 0
+    start = 0
+    for q in range(m_in):
+        end = ends_in[q]
+        prev = pos = start
+        while pos < end:
+            if (classes[kinds[pos]] & NUMBER) == 0:
+                pos += 1
+                continue
+            run = pos
+            while pos < end and (classes[kinds[pos]] & NUMBER) != 0:
+                pos += 1
+            cut = run + (pos - run) % 3
+            if cut > run:
+                ends[m] = cut
+                m += 1
+                prev = cut
+            while cut < pos:
+                cut += 3
+                ends[m] = cut
+                m += 1
+                prev = cut
+        if prev < end:
+            ends[m] = end
+            m += 1
+        start = end
+    return m
+
+
+@njit(cache=True, inline="always")
+def _bits(kinds, classes, p, start, end):
+    """The category bits at ``p``, -1 outside the piece."""
+    return np.int64(classes[kinds[p]]) if start <= p < end else -1
+
+
+@njit(cache=True, inline="always")
+def _word_letter(kinds, classes, p, start, end):
+    bits = _bits(kinds, classes, p, start, end)
+    return bits >= 0 and (bits & LETTER) != 0 and (bits & HAN) == 0
+
+
+@njit(cache=True, inline="always")
+def _other(bits):
+    return bits >= 0 and (bits & (SPACE | LETTER | NUMBER)) == 0
+
+
+@njit(cache=True, inline="always")
+def _lower(cp):
+    return cp + 32 if 0x41 <= cp <= 0x5A else cp
+
+
+@njit(cache=True)
+def kimi_k2(points, kinds, classes, ends_in, m_in, ends):
+    """llama.cpp's Kimi-K2 splitter (``llama_cpp_split._split_kimi_k2``), step by step: Han runs; an
+    optional leading character and a run of non-Han letters with an optional contraction; digits in
+    threes; an optional space and a run of other characters with trailing CR/LF; whitespace."""
+    m = 0
+    start = 0
+    for q in range(m_in):
+        end = ends_in[q]
+        prev = pos = start
+        while pos < end:
+            cp = np.int64(points[pos])
+            bits = np.int64(classes[kinds[pos]])
+            if (bits & HAN) != 0:
+                while pos < end and (classes[kinds[pos]] & HAN) != 0:
+                    pos += 1
+            elif _word_letter(kinds, classes, pos, start, end) or (
+                    not (cp == 13 or cp == 10 or (bits & (LETTER | NUMBER)) != 0)
+                    and _word_letter(kinds, classes, pos + 1, start, end)):
+                if not _word_letter(kinds, classes, pos, start, end):
+                    pos += 1  # the optional leading character
+                while _word_letter(kinds, classes, pos, start, end):
+                    pos += 1
+                if pos < end and points[pos] == 0x27 and pos + 1 < end:  # a contraction
+                    following = _lower(np.int64(points[pos + 1]))
+                    if following == 0x73 or following == 0x74 or following == 0x6D or following == 0x64:
+                        pos += 2
+                    elif pos + 2 < end:
+                        after = _lower(np.int64(points[pos + 2]))
+                        if ((following == 0x72 and after == 0x65) or (following == 0x76 and after == 0x65)
+                                or (following == 0x6C and after == 0x6C)):
+                            pos += 3
+            elif (bits & NUMBER) != 0:
+                run = pos
+                while pos < end and (classes[kinds[pos]] & NUMBER) != 0:
+                    pos += 1
+                    if pos - run >= 3:
+                        ends[m] = pos
+                        m += 1
+                        prev = run = pos
+            elif _other(_bits(kinds, classes, pos + 1, start, end) if cp == 0x20 else bits):
+                if cp == 0x20:
+                    pos += 1
+                while _other(_bits(kinds, classes, pos, start, end)):
+                    pos += 1
+                while pos < end and (points[pos] == 13 or points[pos] == 10):
+                    pos += 1
+            else:  # whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+, one character when none matches
+                n = 0
+                last_newline = 0
+                while pos + n < end and (classes[kinds[pos + n]] & SPACE) != 0:
+                    if points[pos + n] == 13 or points[pos + n] == 10:
+                        last_newline = pos + n + 1
+                    n += 1
+                if last_newline:
+                    pos = last_newline
+                elif n > 1 and pos + n < end:
+                    pos = pos + n - 1
+                else:
+                    pos = pos + max(n, 1)
+            if pos > prev:
+                ends[m] = pos
+                m += 1
+            prev = pos
+        start = end
+    return m
 
 
 # ----------------------------------------------------------------------------- the splitter

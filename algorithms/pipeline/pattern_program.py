@@ -382,6 +382,12 @@ def _list_classes(classes: list[tuple[str, bool]], meaning: str) -> tuple[np.nda
                 flat[0xE000:hi] |= bit
             else:
                 flat[lo:hi] |= bit
+    return two_stage(flat)
+
+
+def two_stage(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stage1, stage2, kinds) of the class bits of every code point ``flat`` (uint32[0x110000]):
+    each distinct set of bits a kind, each 256-code-point block of kinds stored once."""
     kinds, kind_of = np.unique(flat, return_inverse=True)
     if len(kinds) > 1 << 16:
         raise Unsupported("more than 65536 kinds of character")
