@@ -15,10 +15,12 @@ and the generated matcher of :mod:`.pretokenize_program` writes its branches. Wh
 * a position where no branch matches starts a gap, and the gap up to the next match is a piece
   of its own (llama.cpp keeps the text between matches).
 
-One call per text splits it with every regex of the list: the text is decoded once into code
-points (ASCII text's bytes are its code points), and each regex reads its own kinds of them (one
-type of code for every text: numba compiles each regex's matcher once). A regex that no character
-of the text can start a match of (the Han runs of DeepSeek-V3's list on English) is skipped.
+One call per text splits it with every regex of the list. One table gives every code point a kind
+for the whole list (:func:`list_tables`: the classes it is in, for each regex; 3-28 kinds for the
+lists of the table), so a text is decoded and classed once; an ASCII text's bytes are its codes,
+with no pass at all. Both are one byte a character, so numba compiles each regex's matcher once. A
+regex that no character of the text can start a match of (the Han runs of DeepSeek-V3's list on
+English) is skipped.
 
 llama.cpp's hand-written splitters that are no regex (Kimi-K2's, and the digit grouping of AFMoE
 and tiny_aya) are ported as numba functions here (:func:`kimi_k2`, :func:`digit_groups`), from
@@ -112,6 +114,76 @@ def category_table() -> CategoryTable:
     return split(bytearray(_read_or_make(_cache_path("categories"), make, valid, "llama.cpp category table")))
 
 
+class ListTables(NamedTuple):
+    """One kind table for all the regexes of a list: every code point's kind (the classes it is in,
+    for each regex) and, for each regex, the class bits of each kind and of each ASCII byte."""
+
+    stage1: np.ndarray  # int32[0x110000 >> 8]: block of each code point's kind
+    stage2: np.ndarray  # uint8[n_blocks * 256]: each code point's kind
+    ascii_seen: np.ndarray  # uint8[256]: 1 for the ASCII bytes (every kind an ASCII text may hold)
+    kind_classes: tuple  # per regex, uint32[n_kinds]
+    byte_classes: tuple  # per regex, uint32[256] (0 above 127)
+
+
+def list_tables(steps: tuple[Step, ...]) -> ListTables:
+    """The :class:`ListTables` of ``steps``: a text's kinds are read once for all its regexes (and an
+    ASCII text's bytes are its codes). Kept in the cache root (0.1-0.5 s to make)."""
+    import hashlib
+
+    from .llama_cpp_fast import _cache_path, _read_or_make
+    from .pretokenize_program import _own_digest
+
+    n_steps = len(steps)
+    n_blocks = 0x110000 >> 8
+    key = hashlib.sha256(repr([_own_digest(), _module_digest(), [(s.pattern, s.meaning) for s in steps]]).encode())
+
+    def make() -> bytes:
+        points = np.arange(0x110000)
+        bits = []
+        combined = np.zeros(len(points), dtype=np.int64)
+        for step in steps:
+            table = step.program
+            kind = table.stage2[(table.stage1[points >> 8].astype(np.int64) << 8) | (points & 0xFF)]
+            bits.append(table.kind_classes[kind].astype(np.int64))
+            combined = np.unique((combined << 32) | bits[-1], return_inverse=True)[1].ravel()
+        n_kinds = int(combined.max()) + 1
+        if n_kinds > 256:
+            raise ValueError("more than 256 kinds of character")
+        kind_classes = np.zeros((n_steps, n_kinds), dtype=np.uint32)
+        byte_classes = np.zeros((n_steps, 256), dtype=np.uint32)
+        for j in range(n_steps):
+            kind_classes[j, combined] = bits[j]
+            byte_classes[j, :128] = bits[j][:128]
+        blocks, stage1 = np.unique(combined.astype(np.uint8).reshape(-1, 256), axis=0, return_inverse=True)
+        return (np.int32(n_kinds).tobytes() + stage1.astype(np.int32).ravel().tobytes() + kind_classes.tobytes()
+                + byte_classes.tobytes() + blocks.astype(np.uint8).tobytes())
+
+    def split(payload: bytes) -> ListTables:
+        n_kinds = int(np.frombuffer(payload, dtype=np.int32, count=1)[0])
+        stage1 = np.frombuffer(payload, dtype=np.int32, count=n_blocks, offset=4)
+        at = 4 + stage1.nbytes
+        kind_classes = np.frombuffer(payload, dtype=np.uint32, count=n_steps * n_kinds, offset=at)
+        at += kind_classes.nbytes
+        byte_classes = np.frombuffer(payload, dtype=np.uint32, count=n_steps * 256, offset=at)
+        stage2 = np.frombuffer(payload, dtype=np.uint8, offset=at + byte_classes.nbytes)
+        ascii_seen = np.zeros(256, dtype=np.uint8)
+        ascii_seen[:128] = 1
+        return ListTables(stage1, stage2, ascii_seen, tuple(kind_classes.reshape(n_steps, n_kinds)),
+                          tuple(byte_classes.reshape(n_steps, 256)))
+
+    def valid(payload: bytes) -> bool:
+        try:
+            tables = split(payload)
+        except ValueError:
+            return False
+        return (0 < len(tables.kind_classes[0]) <= 256 and len(tables.stage2) % 256 == 0
+                and int(tables.stage1.min()) >= 0 and int(tables.stage1.max()) < len(tables.stage2) // 256
+                and int(tables.stage2.max()) < len(tables.kind_classes[0]))
+
+    path = _cache_path(f"list_{key.hexdigest()[:24]}")
+    return split(bytearray(_read_or_make(path, make, valid, "llama.cpp list table")))
+
+
 @lru_cache(maxsize=None)
 def _compiled_list(regexes: tuple[str, ...]) -> tuple[Step, ...] | None:
     from .llama_cpp_split import AFMOE_DIGITS, KIMI_K2, TINY_AYA_DIGITS, collapse_regex, ecmascript_to_python, uses_categories
@@ -148,6 +220,7 @@ def generated_source(steps: tuple[Step, ...]) -> str:
              f"# beside {_own_digest()} {_module_digest()}",
              "import numpy as np", "from numba import njit", "",
              "from bpebench.algorithms.pipeline.llama_cpp_program import decode as _decode, kinds_of as _kinds_of",
+             "from bpebench.algorithms.pipeline.llama_cpp_program import present as _present",
              "from bpebench.algorithms.pipeline.llama_cpp_program import digit_groups as _digit_groups, kimi_k2 as _kimi_k2",
              ""]
     for j, step in enumerate(steps):
@@ -188,24 +261,22 @@ def generated_source(steps: tuple[Step, ...]) -> str:
                   "            m += 1",
                   "        a = n",
                   "    return m", ""]
-    tables = ", ".join(f"s{j}, t{j}, k{j}" for j in range(len(steps)))
+    classes = ", ".join(f"c{j}" for j in range(len(steps)))
     lines += ["", "@njit(cache=True)",
-              f"def _chain(points, ascii, {tables}, source, target, kinds):",
+              f"def _chain(codes, points, seen, {classes}, source, target):",
               "    m = 1"]
     for j, step in enumerate(steps):
-        hand = step.meaning == "hand-written"
         starts = _start_bits(step)
-        call = (f"_{step.pattern}(points, kinds, k{j}, source, m, target)" if hand
-                else f"_r{j}(kinds, k{j}, source, m, target)")
+        call = (f"_{step.pattern}(points, codes, c{j}, source, m, target)" if step.meaning == "hand-written"
+                else f"_r{j}(codes, c{j}, source, m, target)")
         # a regex no character of the text can start a match of leaves every piece as it is
-        lines += [f"    if not ascii or {_ascii_can_start(step, starts)}:",
-                  f"        bits = _kinds_of(points, s{j}, t{j}, k{j}, kinds)",
-                  f"        if (bits & {starts}) != 0:",
-                  f"            m = {call}",
-                  "            source, target = target, source"]
+        lines += [f"    if (_present(seen, c{j}) & {starts}) != 0:",
+                  f"        m = {call}",
+                  "        source, target = target, source"]
     lines += ["    return m, source", "",
               "", "@njit(cache=True, nogil=True)",
-              f"def split_utf8(data, {tables}, ends, scratch32, scratch64, kinds):",
+              f"def split_utf8(data, stage1, stage2, ascii_seen, {', '.join(f'k{j}' for j in range(len(steps)))}, "
+              f"{', '.join(f'b{j}' for j in range(len(steps)))}, ends, scratch32, scratch64, kinds):",
               "    n = data.shape[0]",
               "    if n == 0:",
               "        return 0",
@@ -214,17 +285,20 @@ def generated_source(steps: tuple[Step, ...]) -> str:
               "        high |= data[i]",
               "    source = scratch32[:n + 1]",
               "    target = scratch32[n + 1:2 * n + 2]",
-              "    if high < 0x80:  # the bytes are the code points, their positions the offsets",
+              "    if high < 0x80:  # the bytes are the codes and the code points, their positions the offsets",
               "        source[0] = n",
-              f"        m, last = _chain(data, True, {tables}, source, target, kinds[:n])",
+              f"        m, last = _chain(data, data, ascii_seen, {', '.join(f'b{j}' for j in range(len(steps)))}, "
+              "source, target)",
               "        for i in range(m):",
               "            ends[i] = last[i]",
               "        return m",
               "    points = scratch32[2 * n + 2:3 * n + 2]",
               "    offsets = scratch64[:n + 1]",
               "    count = _decode(data, points, offsets)",
+              "    seen = _kinds_of(points[:count], stage1, stage2, kinds)",
               "    source[0] = count",
-              f"    m, last = _chain(points[:count], False, {tables}, source, target, kinds[:count])",
+              f"    m, last = _chain(kinds[:count], points[:count], seen, {', '.join(f'k{j}' for j in range(len(steps)))}, "
+              "source, target)",
               "    for i in range(m):",
               "        ends[i] = offsets[last[i]]",
               "    return m", ""]
@@ -241,13 +315,6 @@ def _start_bits(step: Step) -> int:
     for first, end in step.program.branches.tolist():
         mask |= start_mask(step.program, first, end)
     return mask & ANY_CLASS
-
-
-def _ascii_can_start(step: Step, starts: int) -> bool:
-    """Whether some ASCII character has one of the bits ``starts`` (else ASCII text skips ``step``)."""
-    table = step.program
-    ascii_kinds = table.stage2[int(table.stage1[0]) * 256:int(table.stage1[0]) * 256 + 128]
-    return bool((table.kind_classes[ascii_kinds].astype(np.int64) & starts).any())
 
 
 @lru_cache(maxsize=1)
@@ -289,15 +356,25 @@ def decode(data, points, offsets):
 
 
 @njit(cache=True)
-def kinds_of(points, stage1, stage2, classes, kinds):
-    """Each code point's kind in one program's two-stage table, written to ``kinds``; returns the
-    union of their class bits."""
-    bits = 0
+def kinds_of(points, stage1, stage2, kinds):
+    """Each code point's kind in the list's two-stage table, written to ``kinds``; returns which kinds
+    occur (uint8[256])."""
+    seen = np.zeros(256, dtype=np.uint8)
     for i in range(points.shape[0]):
         cp = np.int64(points[i])
         kind = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
         kinds[i] = kind
-        bits |= classes[kind]
+        seen[kind] = 1
+    return seen
+
+
+@njit(cache=True)
+def present(seen, classes):
+    """The union of the class bits of the kinds ``seen`` marks."""
+    bits = 0
+    for kind in range(classes.shape[0]):
+        if seen[kind]:
+            bits |= classes[kind]
     return bits
 
 
@@ -417,13 +494,12 @@ class LlamaCppProgramSplitter:
     ['Hello', ' ', '123', '45', ' ', '世界', '!']
     """
 
-    def __init__(self, pre_type: str, steps: tuple[Step, ...], split_utf8) -> None:
+    def __init__(self, pre_type: str, steps: tuple[Step, ...], split_utf8, tables: ListTables) -> None:
         self.pre_type = pre_type
         self.pattern = None  # no single regex: the Tokenizer must not take a compiled fast path
         self.steps = steps
         self._split_utf8 = split_utf8
-        self._tables = tuple(table for step in steps
-                             for table in (step.program.stage1, step.program.stage2, step.program.kind_classes))
+        self._tables = (tables.stage1, tables.stage2, tables.ascii_seen, *tables.kind_classes, *tables.byte_classes)
         self._entry = None
         self._scratch = threading.local()  # each thread's working arrays, grown to the longest text
         # both code widths compiled (or loaded from numba's cache) now, not inside the first
@@ -454,13 +530,13 @@ class LlamaCppProgramSplitter:
 
     def _scratch_for(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The calling thread's working arrays for a text of ``n`` bytes: piece ends of two regexes and
-        code points (int32), byte offsets (int64), kinds (uint16). Kept between calls: fresh ones
+        code points (int32), byte offsets (int64), kinds (uint8). Kept between calls: fresh ones
         cost their page faults in every call (a third of the split's time on a 0.5 MB text)."""
         scratch = getattr(self._scratch, "arrays", None)
         if scratch is None or len(scratch[2]) < n:
             size = max(n, 4096)
             scratch = (np.empty(3 * size + 2, dtype=np.int32), np.empty(size + 1, dtype=np.int64),
-                       np.empty(size, dtype=np.uint16))
+                       np.empty(size, dtype=np.uint8))
             self._scratch.arrays = scratch
         return scratch
 
@@ -488,15 +564,19 @@ class LlamaCppProgramSplitter:
 
 @lru_cache(maxsize=None)
 def _split_function(regexes: tuple[str, ...]):
-    """(the compiled steps, the generated ``split_utf8``) of a regex list (the types that share a list
-    share its code), or None."""
+    """(the compiled steps, the generated ``split_utf8``, the :class:`ListTables`) of a regex list (the
+    types that share a list share its code), or None."""
     from .pretokenize_program import load_generated
 
     steps = _compiled_list(regexes)
     if steps is None:
         return None
+    try:
+        tables = list_tables(steps)
+    except ValueError:  # more kinds than a byte holds
+        return None
     module = load_generated(generated_source(steps), "llama_cpp")
-    return None if module is None else (steps, module.split_utf8)
+    return None if module is None else (steps, module.split_utf8, tables)
 
 
 def llama_cpp_splitter(pre_type: str):
