@@ -46,7 +46,7 @@ import numpy as np
 
 from ..formats.llama_cpp_pre import PRE_TYPES
 from ..kernels.jit import njit
-from .pattern_program import compile_pattern, start_mask
+from .pattern_program import code_point_at, compile_pattern, start_mask
 
 
 class Step(NamedTuple):
@@ -333,20 +333,7 @@ def decode(data, points, offsets):
     i = 0
     k = 0
     while i < n_bytes:
-        b0 = np.int32(data[i])
-        if b0 < 0x80:
-            cp = b0
-            length = 1
-        elif b0 < 0xE0:
-            cp = ((b0 & 0x1F) << 6) | (np.int32(data[i + 1]) & 0x3F)
-            length = 2
-        elif b0 < 0xF0:
-            cp = ((b0 & 0x0F) << 12) | ((np.int32(data[i + 1]) & 0x3F) << 6) | (np.int32(data[i + 2]) & 0x3F)
-            length = 3
-        else:
-            cp = (((b0 & 0x07) << 18) | ((np.int32(data[i + 1]) & 0x3F) << 12)
-                  | ((np.int32(data[i + 2]) & 0x3F) << 6) | (np.int32(data[i + 3]) & 0x3F))
-            length = 4
+        cp, length = code_point_at(data, i)
         points[k] = cp
         offsets[k] = i
         i += length

@@ -525,6 +525,20 @@ def start_mask(program, first: int, end: int) -> int:
 ANY_CLASS = (1 << 32) - 1
 
 
+@njit(cache=True, inline="always")
+def code_point_at(data, i):
+    """(the code point of the character at byte ``i`` of valid UTF-8 ``data``, its length in bytes)."""
+    b0 = np.int64(data[i])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F), 2
+    if b0 < 0xF0:
+        return ((b0 & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F), 3
+    return (((b0 & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
+            | ((np.int64(data[i + 2]) & 0x3F) << 6) | (np.int64(data[i + 3]) & 0x3F)), 4
+
+
 @njit(cache=True)
 def character_kinds(data, stage1, stage2):
     """(each character's kind, each character's first byte offset + the end) of valid UTF-8 text."""
@@ -534,20 +548,7 @@ def character_kinds(data, stage1, stage2):
     i = 0
     k = 0
     while i < n_bytes:
-        b0 = np.int64(data[i])
-        if b0 < 0x80:
-            cp = b0
-            length = 1
-        elif b0 < 0xE0:
-            cp = ((b0 & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F)
-            length = 2
-        elif b0 < 0xF0:
-            cp = ((b0 & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F)
-            length = 3
-        else:
-            cp = (((b0 & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
-                  | ((np.int64(data[i + 2]) & 0x3F) << 6) | (np.int64(data[i + 3]) & 0x3F))
-            length = 4
+        cp, length = code_point_at(data, i)
         kinds[k] = stage2[(np.int64(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
         offsets[k] = i
         i += length
