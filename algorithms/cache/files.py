@@ -181,3 +181,19 @@ def discard(path: Path, reason: str) -> None:
     if key not in _warned:
         _warned.add(key)
         print(f"bpebench: discarded a damaged cache file ({reason}): {path}; rebuilding it", file=sys.stderr)
+
+
+def read_or_make(path: Path, make, valid, what: str) -> bytes:
+    """The checked payload kept at ``path`` when ``valid(payload)``, else ``make()``'s, written there
+    (a damaged or invalid file is discarded with one line naming ``what``)."""
+    try:
+        payload = read_checked(path)
+        if payload is not None:
+            if valid(payload):
+                return payload
+            raise CacheDamaged("contents out of range")
+    except CacheDamaged as exc:
+        discard(path, f"{what}: {exc}")
+    payload = make()
+    write_checked(path, payload)
+    return payload

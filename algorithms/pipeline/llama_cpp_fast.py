@@ -98,6 +98,7 @@ def unsafe_code_points(pattern_name: str) -> np.ndarray:
     ``pattern_name`` may differ; surrogates included. Made once per machine (0.4-0.9 s, most of it
     ``unicodedata`` over every code point) and kept in the cache root as the sorted list of those
     code points (read back in a few milliseconds)."""
+    from ..cache.files import read_or_make
     from .llama_cpp_split import collapsed
     from .unicode_table import N_CODEPOINTS, _all_codepoints
 
@@ -111,7 +112,7 @@ def unsafe_code_points(pattern_name: str) -> np.ndarray:
         points = np.frombuffer(payload, dtype=np.uint32)
         return len(payload) % 4 == 0 and (len(points) == 0 or int(points.max()) < N_CODEPOINTS)
 
-    points = np.frombuffer(_read_or_make(_cache_path(pattern_name), make, valid, "llama.cpp class list"),
+    points = np.frombuffer(read_or_make(_cache_path(pattern_name), make, valid, "llama.cpp class list"),
                            dtype=np.uint32)
     unsafe = np.zeros(N_CODEPOINTS, dtype=bool)
     unsafe[points] = True
@@ -145,24 +146,6 @@ def _disagreements(text: str, folded: str, pattern_name: str) -> np.ndarray:
     return differ
 
 
-def _read_or_make(path, make, valid, what: str) -> bytes:
-    """The payload kept at ``path`` (``write_checked``) when ``valid(payload)``, else ``make()``'s,
-    written there (a damaged or invalid file is discarded with one line)."""
-    from ..cache.files import CacheDamaged, discard, read_checked, write_checked
-
-    try:
-        payload = read_checked(path)
-        if payload is not None:
-            if valid(payload):
-                return payload
-            raise CacheDamaged("contents out of range")
-    except CacheDamaged as exc:
-        discard(path, f"{what}: {exc}")
-    payload = make()
-    write_checked(path, payload)
-    return payload
-
-
 @lru_cache(maxsize=None)
 def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
     """``(stage1, stage2)``: the compiled pre-tokenizer's class table (``unicode_table``) with
@@ -171,6 +154,7 @@ def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
     them ``'[sS]``, so ſ folds to none), and for GPT-4o's list (``o200k``) every letter in both case
     classes and marks in neither. The twin's compiled pre-tokenizer reading it splits as llama.cpp
     on every text, with no screen. Kept in the cache root like the list of ``unsafe_code_points``."""
+    from ..cache.files import read_or_make
     from .llama_cpp_split import _LETTER, _NUMBER, _VTAB, category_codes
     from .pretokenize_compiled import get_tables
     from .unicode_table import (BLOCK, F_L, F_LO, F_N, F_UP, F_WS, FOLD_SHIFT, N_BLOCKS, N_CODEPOINTS,
@@ -200,7 +184,7 @@ def class_tables(pattern_name: str) -> tuple[np.ndarray, np.ndarray]:
         stage1, stage2 = split(payload)
         return int(stage1.min()) >= 0 and int(stage1.max()) < len(stage2) // BLOCK
 
-    return split(bytearray(_read_or_make(_cache_path(f"classes_{pattern_name}"), make, valid,
+    return split(bytearray(read_or_make(_cache_path(f"classes_{pattern_name}"), make, valid,
                                          "llama.cpp class table")))
 
 

@@ -77,12 +77,26 @@ def compiled_steps(pre_type: str) -> tuple[Step, ...] | None:
     return None if spec is None else _compiled_list(spec.regexes)
 
 
+def _cache_path(name: str):
+    """Where the table ``name`` is kept: its key holds the Unicode data's version and the modules that
+    define llama.cpp's classes and these tables."""
+    import hashlib
+    import unicodedata
+
+    from ..cache.files import cache_root
+    from . import llama_cpp_split
+
+    with open(llama_cpp_split.__file__, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    return cache_root() / f"llama_cpp_{name}_unicodedata-{unicodedata.unidata_version}_{digest}_{_module_digest()}.bin"
+
+
 @lru_cache(maxsize=1)
 def category_table() -> CategoryTable:
     """Every code point's llama.cpp category as class bits: :data:`LETTER`, :data:`NUMBER`,
     :data:`SPACE` (what the emulation collapses to ``\v``), :data:`HAN` (``llama_cpp_split.is_han``).
-    Kept in the cache root (``llama_cpp_fast``'s files: keyed by the Unicode data and the modules)."""
-    from .llama_cpp_fast import _cache_path, _read_or_make
+    Kept in the cache root (:func:`_cache_path`)."""
+    from ..cache.files import read_or_make
     from .llama_cpp_split import _LETTER, _NUMBER, _VTAB, category_codes, is_han
     from .pattern_program import two_stage
 
@@ -111,7 +125,7 @@ def category_table() -> CategoryTable:
         return (len(table.stage2) % 256 == 0 and int(table.stage1.min()) >= 0
                 and int(table.stage1.max()) < len(table.stage2) // 256 and int(table.stage2.max()) < len(table.kind_classes))
 
-    return split(bytearray(_read_or_make(_cache_path("categories"), make, valid, "llama.cpp category table")))
+    return split(bytearray(read_or_make(_cache_path("categories"), make, valid, "llama.cpp category table")))
 
 
 class ListTables(NamedTuple):
@@ -130,7 +144,7 @@ def list_tables(steps: tuple[Step, ...]) -> ListTables:
     ASCII text's bytes are its codes). Kept in the cache root (0.1-0.5 s to make)."""
     import hashlib
 
-    from .llama_cpp_fast import _cache_path, _read_or_make
+    from ..cache.files import read_or_make
     from .pretokenize_program import _own_digest
 
     n_steps = len(steps)
@@ -181,7 +195,7 @@ def list_tables(steps: tuple[Step, ...]) -> ListTables:
                 and int(tables.stage2.max()) < len(tables.kind_classes[0]))
 
     path = _cache_path(f"list_{key.hexdigest()[:24]}")
-    return split(bytearray(_read_or_make(path, make, valid, "llama.cpp list table")))
+    return split(bytearray(read_or_make(path, make, valid, "llama.cpp list table")))
 
 
 @lru_cache(maxsize=None)
