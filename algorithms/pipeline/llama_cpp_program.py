@@ -24,10 +24,10 @@ English) is skipped.
 
 llama.cpp's hand-written splitters that are no regex (Kimi-K2's, and the digit grouping of AFMoE
 and tiny_aya) are ported as numba functions here (:func:`kimi_k2`, :func:`digit_groups`), from
-the emulation's Python, quirks included; they read one table of llama.cpp's categories (letter,
-number, whitespace, Han). Not compiled (the emulation keeps them): a list with a regex outside the
-program's shape (nested groups, a look-ahead of several classes: EXAONE-MoE's, Chameleon's and
-SuperBPE's).
+the emulation's Python, quirks included; they read llama.cpp's categories (letter, number,
+whitespace, Han: :func:`category_bits`). Not compiled (the emulation keeps them): a list with a
+regex outside the program's shape (nested groups, a look-ahead of several classes: EXAONE-MoE's,
+Chameleon's and SuperBPE's).
 
 Complexity: per regex, O(branches x piece length) for each piece (a greedy run that must give
 back costs one retry per character), as the generated matcher. Exact with respect to the
@@ -46,7 +46,7 @@ import numpy as np
 
 from ..formats.llama_cpp_pre import PRE_TYPES
 from ..kernels.jit import njit
-from .pattern_program import code_point_at, compile_pattern, start_mask
+from .pattern_program import ANY_CLASS, code_point_at, compile_pattern, start_mask
 
 
 class Step(NamedTuple):
@@ -55,18 +55,10 @@ class Step(NamedTuple):
     regex: str  # as llama.cpp writes it
     pattern: str  # as the emulation runs it (``re`` syntax); the splitter's name for a hand-written one
     meaning: str  # how its classes read (``pattern_program.MEANINGS``), or "hand-written"
-    program: object  # its ``pattern_program.Program``, or the :class:`CategoryTable` a hand-written one reads
+    program: object  # its ``pattern_program.Program``; None for a hand-written one (it reads :func:`category_bits`)
 
 
-class CategoryTable(NamedTuple):
-    """llama.cpp's categories as class bits (:data:`LETTER`, ...), in a program's two-stage layout."""
-
-    stage1: np.ndarray
-    stage2: np.ndarray
-    kind_classes: np.ndarray
-
-
-#: the class bits of :func:`category_table`
+#: the class bits of :func:`category_bits`
 LETTER, NUMBER, SPACE, HAN = 1, 2, 4, 8
 
 
@@ -77,55 +69,16 @@ def compiled_steps(pre_type: str) -> tuple[Step, ...] | None:
     return None if spec is None else _compiled_list(spec.regexes)
 
 
-def _cache_path(name: str):
-    """Where the table ``name`` is kept: its key holds the Unicode data's version and the modules that
-    define llama.cpp's classes and these tables."""
-    import hashlib
-    import unicodedata
-
-    from ..cache.files import cache_root
-    from . import llama_cpp_split
-
-    with open(llama_cpp_split.__file__, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
-    return cache_root() / f"llama_cpp_{name}_unicodedata-{unicodedata.unidata_version}_{digest}_{_module_digest()}.bin"
-
-
-@lru_cache(maxsize=1)
-def category_table() -> CategoryTable:
-    """Every code point's llama.cpp category as class bits: :data:`LETTER`, :data:`NUMBER`,
-    :data:`SPACE` (what the emulation collapses to ``\v``), :data:`HAN` (``llama_cpp_split.is_han``).
-    Kept in the cache root (:func:`_cache_path`)."""
-    from ..cache.files import read_or_make
+def category_bits() -> np.ndarray:
+    """uint32[0x110000]: every code point's llama.cpp category as class bits, the classes the
+    hand-written splitters read: :data:`LETTER`, :data:`NUMBER`, :data:`SPACE` (what the emulation
+    collapses to ``\v``), :data:`HAN` (``llama_cpp_split.is_han``)."""
     from .llama_cpp_split import _LETTER, _NUMBER, _VTAB, category_codes, is_han
-    from .pattern_program import two_stage
 
-    def make() -> bytes:
-        codes = category_codes()
-        points = np.arange(0x110000)
-        flat = ((codes == _LETTER) * LETTER | (codes == _NUMBER) * NUMBER | (codes == _VTAB) * SPACE).astype(np.uint32)
-        han = np.fromiter((is_han(int(c)) for c in points), dtype=bool, count=len(points))
-        flat[han] |= HAN
-        stage1, stage2, kinds = two_stage(flat)
-        return (np.int32(len(kinds)).tobytes() + kinds.tobytes() + stage1.astype(np.int32).tobytes()
-                + stage2.astype(np.uint16).tobytes())
-
-    def split(payload: bytes) -> CategoryTable:
-        n_kinds = int(np.frombuffer(payload, dtype=np.int32, count=1)[0])
-        kinds = np.frombuffer(payload, dtype=np.uint32, count=n_kinds, offset=4)
-        stage1 = np.frombuffer(payload, dtype=np.int32, count=0x110000 >> 8, offset=4 + kinds.nbytes)
-        stage2 = np.frombuffer(payload, dtype=np.uint16, offset=4 + kinds.nbytes + stage1.nbytes)
-        return CategoryTable(stage1, stage2, kinds)
-
-    def valid(payload: bytes) -> bool:
-        try:
-            table = split(payload)
-        except ValueError:
-            return False
-        return (len(table.stage2) % 256 == 0 and int(table.stage1.min()) >= 0
-                and int(table.stage1.max()) < len(table.stage2) // 256 and int(table.stage2.max()) < len(table.kind_classes))
-
-    return split(bytearray(read_or_make(_cache_path("categories"), make, valid, "llama.cpp category table")))
+    codes = category_codes()
+    flat = ((codes == _LETTER) * LETTER | (codes == _NUMBER) * NUMBER | (codes == _VTAB) * SPACE).astype(np.uint32)
+    flat[np.fromiter((is_han(c) for c in range(len(flat))), dtype=bool, count=len(flat))] |= HAN
+    return flat
 
 
 class ListTables(NamedTuple):
@@ -143,13 +96,20 @@ def list_tables(steps: tuple[Step, ...]) -> ListTables:
     """The :class:`ListTables` of ``steps``: a text's kinds are read once for all its regexes (and an
     ASCII text's bytes are its codes). Kept in the cache root (0.1-0.5 s to make)."""
     import hashlib
+    import unicodedata
 
-    from ..cache.files import read_or_make
+    from ..cache.files import cache_root, read_or_make
+    from . import llama_cpp_split
     from .pretokenize_program import _own_digest
 
     n_steps = len(steps)
     n_blocks = 0x110000 >> 8
-    key = hashlib.sha256(repr([_own_digest(), _module_digest(), [(s.pattern, s.meaning) for s in steps]]).encode())
+    # what the tables are made from: the steps, the modules that class characters for them (the
+    # program's, llama.cpp's categories) and this one, the Unicode data
+    with open(llama_cpp_split.__file__, "rb") as f:
+        categories = hashlib.sha256(f.read()).hexdigest()
+    key = hashlib.sha256(repr([_own_digest(), _module_digest(), categories, unicodedata.unidata_version,
+                               [(s.pattern, s.meaning) for s in steps]]).encode()).hexdigest()[:24]
 
     def make() -> bytes:
         points = np.arange(0x110000)
@@ -157,8 +117,11 @@ def list_tables(steps: tuple[Step, ...]) -> ListTables:
         combined = np.zeros(len(points), dtype=np.int64)
         for step in steps:
             table = step.program
-            kind = table.stage2[(table.stage1[points >> 8].astype(np.int64) << 8) | (points & 0xFF)]
-            bits.append(table.kind_classes[kind].astype(np.int64))
+            if table is None:
+                bits.append(category_bits().astype(np.int64))
+            else:
+                kind = table.stage2[(table.stage1[points >> 8].astype(np.int64) << 8) | (points & 0xFF)]
+                bits.append(table.kind_classes[kind].astype(np.int64))
             combined = np.unique((combined << 32) | bits[-1], return_inverse=True)[1].ravel()
         n_kinds = int(combined.max()) + 1
         if n_kinds > 256:
@@ -194,13 +157,14 @@ def list_tables(steps: tuple[Step, ...]) -> ListTables:
                 and int(tables.stage1.min()) >= 0 and int(tables.stage1.max()) < len(tables.stage2) // 256
                 and int(tables.stage2.max()) < len(tables.kind_classes[0]))
 
-    path = _cache_path(f"list_{key.hexdigest()[:24]}")
+    path = cache_root() / f"llama_cpp_list_{key}.bin"
     return split(bytearray(read_or_make(path, make, valid, "llama.cpp list table")))
 
 
 @lru_cache(maxsize=None)
 def _compiled_list(regexes: tuple[str, ...]) -> tuple[Step, ...] | None:
-    from .llama_cpp_split import AFMOE_DIGITS, KIMI_K2, TINY_AYA_DIGITS, collapse_regex, ecmascript_to_python, uses_categories
+    from .llama_cpp_split import (AFMOE_DIGITS, KIMI_K2, TINY_AYA_DIGITS, collapse_regex, ecmascript_to_python,
+                                  uses_categories)
 
     if not regexes:
         return None
@@ -208,7 +172,7 @@ def _compiled_list(regexes: tuple[str, ...]) -> tuple[Step, ...] | None:
     for regex in regexes:
         if regex in (KIMI_K2, AFMOE_DIGITS, TINY_AYA_DIGITS):
             name = "kimi_k2" if regex == KIMI_K2 else "digit_groups"
-            steps.append(Step(regex, name, "hand-written", category_table()))
+            steps.append(Step(regex, name, "hand-written", None))
             continue
         on_collapsed = uses_categories(regex)
         if on_collapsed and any(ord(c) >= 128 for c in regex):
@@ -235,7 +199,8 @@ def generated_source(steps: tuple[Step, ...]) -> str:
              "import numpy as np", "from numba import njit", "",
              "from bpebench.algorithms.pipeline.llama_cpp_program import decode as _decode, kinds_of as _kinds_of",
              "from bpebench.algorithms.pipeline.llama_cpp_program import present as _present",
-             "from bpebench.algorithms.pipeline.llama_cpp_program import digit_groups as _digit_groups, kimi_k2 as _kimi_k2",
+             "from bpebench.algorithms.pipeline.llama_cpp_program import digit_groups as _digit_groups",
+             "from bpebench.algorithms.pipeline.llama_cpp_program import kimi_k2 as _kimi_k2",
              ""]
     for j, step in enumerate(steps):
         if step.meaning == "hand-written":
@@ -276,6 +241,8 @@ def generated_source(steps: tuple[Step, ...]) -> str:
                   "        a = n",
                   "    return m", ""]
     classes = ", ".join(f"c{j}" for j in range(len(steps)))
+    kind_classes = ", ".join(f"k{j}" for j in range(len(steps)))  # per regex, by kind
+    byte_classes = ", ".join(f"b{j}" for j in range(len(steps)))  # per regex, by ASCII byte
     lines += ["", "@njit(cache=True)",
               f"def _chain(codes, points, seen, {classes}, source, target):",
               "    m = 1"]
@@ -289,8 +256,8 @@ def generated_source(steps: tuple[Step, ...]) -> str:
                   "        source, target = target, source"]
     lines += ["    return m, source", "",
               "", "@njit(cache=True, nogil=True)",
-              f"def split_utf8(data, stage1, stage2, ascii_seen, {', '.join(f'k{j}' for j in range(len(steps)))}, "
-              f"{', '.join(f'b{j}' for j in range(len(steps)))}, ends, scratch32, scratch64, kinds):",
+              f"def split_utf8(data, stage1, stage2, ascii_seen, {kind_classes}, {byte_classes}, ends, scratch32,"
+              " scratch64, kinds):",
               "    n = data.shape[0]",
               "    if n == 0:",
               "        return 0",
@@ -301,8 +268,7 @@ def generated_source(steps: tuple[Step, ...]) -> str:
               "    target = scratch32[n + 1:2 * n + 2]",
               "    if high < 0x80:  # the bytes are the codes and the code points, their positions the offsets",
               "        source[0] = n",
-              f"        m, last = _chain(data, data, ascii_seen, {', '.join(f'b{j}' for j in range(len(steps)))}, "
-              "source, target)",
+              f"        m, last = _chain(data, data, ascii_seen, {byte_classes}, source, target)",
               "        for i in range(m):",
               "            ends[i] = last[i]",
               "        return m",
@@ -311,8 +277,7 @@ def generated_source(steps: tuple[Step, ...]) -> str:
               "    count = _decode(data, points, offsets)",
               "    seen = _kinds_of(points[:count], stage1, stage2, kinds)",
               "    source[0] = count",
-              f"    m, last = _chain(kinds[:count], points[:count], seen, {', '.join(f'k{j}' for j in range(len(steps)))}, "
-              "source, target)",
+              f"    m, last = _chain(kinds[:count], points[:count], seen, {kind_classes}, source, target)",
               "    for i in range(m):",
               "        ends[i] = offsets[last[i]]",
               "    return m", ""]
@@ -323,8 +288,6 @@ def _start_bits(step: Step) -> int:
     """The class bits one of which a character must have for ``step`` to cut anything at it."""
     if step.meaning == "hand-written":
         return NUMBER if step.pattern == "digit_groups" else 0xFFFFFFFF
-    from .pattern_program import ANY_CLASS
-
     mask = 0
     for first, end in step.program.branches.tolist():
         mask |= start_mask(step.program, first, end)
@@ -499,9 +462,10 @@ class LlamaCppProgramSplitter:
         self.pre_type = pre_type
         self.pattern = None  # no single regex: the Tokenizer must not take a compiled fast path
         self.steps = steps
-        self._split_utf8 = split_utf8
+        from .pretokenize_program import TextCall
+
+        self._split_utf8 = TextCall(split_utf8)
         self._tables = (tables.stage1, tables.stage2, tables.ascii_seen, *tables.kind_classes, *tables.byte_classes)
-        self._entry = None
         self._scratch = threading.local()  # each thread's working arrays, grown to the longest text
         # both code widths compiled (or loaded from numba's cache) now, not inside the first
         # text that holds a non-ASCII character
@@ -518,15 +482,7 @@ class LlamaCppProgramSplitter:
     def piece_ends(self, data: np.ndarray) -> np.ndarray:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end."""
         ends = np.empty(len(data) + 1, dtype=np.int64)
-        arguments = (data, *self._tables, ends, *self._scratch_for(len(data)))
-        if self._entry is not None and data.dtype == np.uint8 and data.flags.c_contiguous and not data.flags.writeable:
-            m = self._entry(*arguments)  # the compiled overload without the dispatcher's typing (a text's microseconds)
-        else:
-            m = self._split_utf8(*arguments)
-            if data.dtype == np.uint8 and data.flags.c_contiguous and not data.flags.writeable:
-                overloads = getattr(self._split_utf8, "overloads", None)  # none with NUMBA_DISABLE_JIT=1
-                compiled = overloads and overloads.get(tuple(map(self._split_utf8.typeof_pyval, arguments)))
-                self._entry = compiled.entry_point if compiled else None
+        m = self._split_utf8(data, *self._tables, ends, *self._scratch_for(len(data)))
         return ends[:m]
 
     def _scratch_for(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

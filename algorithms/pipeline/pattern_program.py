@@ -311,7 +311,8 @@ def class_table(classes: list[tuple[str, bool]], meaning: str = "regex") -> tupl
 
     from ..cache.files import CacheDamaged, cache_root, discard, read_checked, write_checked
 
-    key = hashlib.sha256(json.dumps([_TABLE_FORMAT, meaning, _meaning_version(meaning), classes]).encode()).hexdigest()[:24]
+    key_parts = [_TABLE_FORMAT, meaning, _meaning_version(meaning), classes]
+    key = hashlib.sha256(json.dumps(key_parts).encode()).hexdigest()[:24]
     path = cache_root() / "patterns" / f"classes_{key}.bin"
     n_blocks = _N_CODEPOINTS // _BLOCK
     try:

@@ -200,6 +200,28 @@ def load_generated(source: str, prefix: str):
     return module
 
 
+class TextCall:
+    """A numba function whose first argument is a text array, called through the compiled overload
+    for the array's (type, writable, contiguous) once one is known: the dispatcher types every
+    argument on every call (microseconds a text). The plain function without jit."""
+
+    def __init__(self, function) -> None:
+        self.function = function
+        self._entries: dict = {}
+
+    def __call__(self, data: np.ndarray, *rest):
+        key = (data.dtype.num, data.flags.writeable, data.flags.c_contiguous)
+        entry = self._entries.get(key)
+        if entry is not None:
+            return entry(data, *rest)
+        result = self.function(data, *rest)  # compiles, or loads from numba's cache
+        overloads = getattr(self.function, "overloads", None)  # none with NUMBA_DISABLE_JIT=1
+        compiled = overloads and overloads.get(tuple(map(self.function.typeof_pyval, (data, *rest))))
+        if compiled:
+            self._entries[key] = compiled.entry_point
+        return result
+
+
 class ProgramPretokenizer:
     """``RegexPretokenizer`` semantics through a compiled program; ``regex`` (with ``fallback``, when
     given, else ``pattern``) for a text where it drops something.
@@ -227,9 +249,7 @@ class ProgramPretokenizer:
             self.engine = "backtracking"
             self._matcher = split_utf8
             self._tables = (p.byte_classes, p.stage1, p.stage2, p.kind_classes, _NO_OFFSETS)
-        #: the matcher's compiled overloads by the text array's (type, writable, contiguous): called
-        #: without the dispatcher, which types every argument on every call (microseconds a text)
-        self._overloads: dict = {}
+        self._call = TextCall(self._matcher)
         self.fallback = RegexPretokenizer(fallback or pattern)
         # both code widths compiled (or loaded from numba's cache) now, not inside the first
         # text that holds a non-ASCII character
@@ -243,17 +263,7 @@ class ProgramPretokenizer:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end, or None when some of its
         text matches no branch (then ``split`` has the answer)."""
         ends = np.empty(len(data) + 1, dtype=np.int64)
-        arguments = (data, *self._tables, ends)
-        key = (data.dtype.num, data.flags.writeable, data.flags.c_contiguous)
-        entry = self._overloads.get(key)
-        if entry is not None:
-            m = entry(*arguments)
-        else:
-            m = self._matcher(*arguments)  # compiles, or loads from numba's cache
-            overloads = getattr(self._matcher, "overloads", None)  # none with NUMBA_DISABLE_JIT=1
-            compiled = overloads and overloads.get(tuple(map(self._matcher.typeof_pyval, arguments)))
-            if compiled:
-                self._overloads[key] = compiled.entry_point
+        m = self._call(data, *self._tables, ends)
         return ends[:m] if m >= 0 else None
 
     def window_ends(self, data: np.ndarray) -> tuple[np.ndarray, int] | None:
