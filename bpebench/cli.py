@@ -93,6 +93,8 @@ def cmd_vocab(args) -> int:
     llama = (vocab.llama_cpp or {}).get("pre")
     if llama:
         print(f"pattern:   llama.cpp pre-tokenizer {vocab.llama_cpp['pre_name']!r} (type {llama})")
+    elif vocab.normalizer == "pipeline":
+        print("pattern:   (the components' pre-tokenizer, below)")
     else:
         print(f"pattern:   {vocab.pattern or '(none: whole text)'}")
     print(f"normalize: {vocab.normalizer}")

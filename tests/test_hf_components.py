@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpebench.errors import BpebenchError, VocabularyError
 from bpebench.algorithms.pipeline.decoders import build_decoder
@@ -281,3 +283,17 @@ def test_character_classes_follow_hf_where_python_differs(spec):
     for c in _table_chars():
         assert ours.pre_tokenize_str("a" + c + "a") == [p for p, _ in theirs.pre_tokenize_str("a" + c + "a")], \
             hex(ord(c))
+
+
+@settings(max_examples=200, deadline=None)
+@given(literals=st.lists(st.text("<>ab|", min_size=1, max_size=4), min_size=1, max_size=6),
+       text=st.text("<>ab|c", max_size=30))
+def test_added_tokens_found_by_their_first_characters_are_the_regexs_matches(literals, text):
+    """Few first characters: matches are looked for where one of them is, by length; the same
+    leftmost-longest matches as the alternation of the literals, longest first."""
+    from bpebench.algorithms.pipeline.added_tokens import AddedToken, _Matcher
+
+    matcher = _Matcher([(literal, AddedToken(literal, i)) for i, literal in enumerate(literals)])
+    assert matcher.first_characters is not None
+    expected = [(m.start(), m.end(), m.group()) for m in matcher.regex.finditer(text)]
+    assert list(matcher._matches(text)) == expected

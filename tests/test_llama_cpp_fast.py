@@ -95,7 +95,7 @@ def test_only_the_hand_written_splitters_have_a_compiled_twin(variants):
         # a compiled pre-tokenizer; Qwen3.5's generated matcher; llama.cpp's regex list, compiled or
         # (a hand-written splitter that is no regex) emulated
         splitter = tok._llama_fused.pipeline.splitter
-        no_twin = "LlamaCppPretokenizer" if name in EMULATED else "LlamaCppProgramSplitter"
+        no_twin = "LlamaCppPretokenizer" if name in EMULATED else "ListSplitter"
         assert type(splitter).__name__ == {None: no_twin, "qwen35": "ProgramPretokenizer"}.get(pattern, "NoneType")
         assert not Tokenizer(variants[name], algorithm="naive").fused  # the reference stays the oracle
         assert not Tokenizer(variants[name], pretokenizer="regex").fused
@@ -147,7 +147,7 @@ def test_a_compiled_twin_takes_every_text_and_a_screened_one_stops_some(variants
         for text in unsafe:
             used = llama.pipeline_for(text)
             if variant == "pre:qwen35":
-                assert type(used.splitter).__name__ == "LlamaCppProgramSplitter"
+                assert type(used.splitter).__name__ == "ListSplitter"
             else:
                 assert used is llama.pipeline and used.splitter is None
             assert tok.encode_ordinary(text) == naive.encode_ordinary(text), (variant, text)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bpebench.algorithms.formats.llama_cpp_pre import PRE_TYPES
 from bpebench.algorithms.pipeline.llama_cpp_fast import compiled_pattern
-from bpebench.algorithms.pipeline.llama_cpp_program import LlamaCppProgramSplitter, compiled_steps, llama_cpp_splitter
+from bpebench.algorithms.pipeline.llama_cpp_program import ListSplitter, compiled_steps, llama_cpp_splitter
 from bpebench.algorithms.pipeline.llama_cpp_split import LlamaCppPretokenizer
 from bpebench.corpora.hard_strings import HARD_STRINGS
 
@@ -49,13 +49,13 @@ def test_the_lists_that_compile_and_those_that_do_not():
 
 @pytest.fixture(scope="module")
 def splitters():
-    return {name: (LlamaCppProgramSplitter.of(name), LlamaCppPretokenizer(name)) for name in COMPILED}
+    return {name: (ListSplitter.of(name), LlamaCppPretokenizer(name)) for name in COMPILED}
 
 
 @pytest.mark.parametrize("name", COMPILED)
 def test_hard_strings_split_as_the_emulation(splitters, name):
     compiled, emulated = splitters[name]
-    assert isinstance(llama_cpp_splitter(name), LlamaCppProgramSplitter)
+    assert isinstance(llama_cpp_splitter(name), ListSplitter)
     for text in HARD_STRINGS:
         if text.encode("utf-8", "surrogatepass") != text.encode("utf-8", "replace"):
             continue  # a lone surrogate: no UTF-8 text to split (``split`` hands it to the emulation)

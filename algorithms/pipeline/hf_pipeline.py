@@ -87,6 +87,51 @@ def plain_form(spec: dict | None, *, all_bytes: bool = True) -> tuple[str | None
     return pattern, "nfc" if normalizers else "none"
 
 
+def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] | None:
+    """The regexes (as the file writes them) of a pre-tokenizer that is HF ``Split`` steps with
+    ``Isolated`` behaviour run one after the other, ahead of byte-level BPE: ``Split`` leaves (a
+    ``String`` pattern is its escaped text), then optionally ``ByteLevel`` (no prefix space; its own
+    regex last when ``use_regex``). The model is plain byte-level BPE over a vocabulary that has a
+    token for every byte, and no normalizer maps the text to byte-level characters. None for any
+    other pipeline. Added tokens and normalizers are no part of it: the component pipeline carves
+    and normalizes, then each stretch between added tokens is split by these regexes and encoded
+    (:class:`HFPipeline` with a fused stage)."""
+    import regex
+
+    from .pretokenizers import BYTE_LEVEL_REGEX
+
+    if spec is None or not all_bytes:
+        return None
+    model = spec.get("model") or {}
+    if model.get("token_text", "byte_level") != "byte_level" or model.get("continuing_subword_prefix") \
+            or model.get("end_of_word_suffix"):
+        return None
+    if any(leaf.get("type") == "ByteLevel" for leaf in _leaves(spec.get("normalizer"), "normalizers")):
+        return None
+    parts = _leaves(spec.get("pre_tokenizer"), "pretokenizers")
+    if parts and parts[-1].get("type") == "ByteLevel":
+        byte_level = parts.pop()
+        if byte_level.get("add_prefix_space", True):
+            return None
+        if byte_level.get("use_regex", True):
+            parts.append({"type": "Split", "pattern": {"Regex": BYTE_LEVEL_REGEX}})
+    else:
+        return None
+    regexes = []
+    for part in parts:
+        pattern = part.get("pattern") or {}
+        if (part.get("type") != "Split" or part.get("behavior", "Isolated") != "Isolated"
+                or part.get("invert", False)):
+            return None
+        if isinstance(pattern.get("Regex"), str):
+            regexes.append(pattern["Regex"])
+        elif isinstance(pattern.get("String"), str) and pattern["String"]:
+            regexes.append(regex.escape(pattern["String"]))
+        else:
+            return None
+    return tuple(regexes) or None
+
+
 def validate_spec(spec: dict, where: str) -> None:
     """Build every component once, so that an unsupported one is refused when the file loads."""
     normalizer = build_normalizer(spec.get("normalizer"), where)
@@ -152,6 +197,9 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
         key = AddedToken.from_spec(entry, "added").flags()
         flags[key] = flags.get(key, 0) + 1
     plain = vocabulary.normalizer != "pipeline"
+    path = f"plain (pattern {vocabulary.pattern}, fused when the encoder allows)" if plain else "component pipeline"
+    if not plain and split_list(spec, all_bytes=bool((vocabulary.byte_token >= 0).all())) is not None:
+        path += " (each stretch between added tokens split by its compiled Split steps and encoded fused)"
     return {
         "normalizer": describe_spec(spec.get("normalizer")),
         "pre_tokenizer": describe_spec(spec.get("pre_tokenizer")),
@@ -159,15 +207,16 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
         + ")",
         "added_tokens": f"{len(added)}" + (" (" + "; ".join(f"{n} {k}" for k, n in flags.items()) + ")" if added else ""),
         "decoder": describe_spec(spec.get("decoder")),
-        "path": f"plain (pattern {vocabulary.pattern}, fused when the encoder allows)" if plain
-        else "component pipeline",
+        "path": path,
     }
 
 
 class HFPipeline:
     """Encode and decode with a vocabulary's ``pipeline`` spec and an encoder for the BPE step."""
 
-    def __init__(self, vocabulary: Vocabulary, encoder) -> None:
+    def __init__(self, vocabulary: Vocabulary, encoder, fused=None) -> None:
+        """``fused``: a ``FusedPipeline`` that splits as the pre-tokenizer and encodes as the model
+        (:func:`split_list`): each stretch between added tokens, once normalized, goes to it whole."""
         spec = vocabulary.pipeline
         if spec is None:
             raise ValueError("vocabulary has no pipeline")
@@ -180,6 +229,7 @@ class HFPipeline:
                                      self.normalizer)
         self.model = BPEModel(vocabulary, spec.get("model") or {}, encoder)
         self.track_offsets = bool(self.pre_tokenizer is not None and self.pre_tokenizer.reads_offsets)
+        self.fused = fused
 
     @property
     def added_tokens(self) -> list[AddedToken]:
@@ -194,6 +244,14 @@ class HFPipeline:
 
     def encode(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[int]:
         out: list[int] = []
+        if self.fused is not None:
+            encode = self.fused.encode_list
+            for segment in self.segments(text, carve_special):
+                if isinstance(segment, int):
+                    out.append(segment)
+                else:
+                    out.extend(encode(segment.encode("utf-8")))
+            return out
         tokenize = self.model.tokenize
         for piece in self.pieces(text, carve_special):
             if piece.token is not None:
@@ -201,6 +259,13 @@ class HFPipeline:
             else:
                 out.extend(tokenize(piece.text))
         return out
+
+    def segments(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[str | int]:
+        """``text`` as the ids of the added tokens carved from it and the normalized stretches between
+        them, in order (what the fused stage encodes: each stretch whole)."""
+        return [piece.token if piece.token is not None else piece.text
+                for piece in self.added.extract_and_normalize(text, carve_special=carve_special)
+                if piece.token is not None or piece.text]
 
     def piece_bytes(self, text: str) -> list[bytes]:
         """What the encoder sees: the pieces' bytes (added tokens left out)."""

@@ -212,7 +212,7 @@ class LlamaCppFused:
         from .fast_pipeline import fused_pipeline
 
         classes = class_tables(split[1]) if split[0] == "compiled" else None  # llama.cpp's view of each character
-        return fused_pipeline(self._vocabulary, self._piece_cache_slots, llama_cpp_split=split, classes=classes)
+        return fused_pipeline(self._vocabulary, self._piece_cache_slots, split=split, classes=classes)
 
     @property
     def listed(self):
@@ -252,6 +252,6 @@ def llama_cpp_fused(vocabulary, piece_cache_slots: int | None) -> LlamaCppFused 
     pre_type = info.get("pre")
     if pre_type not in llama_cpp_pre.PRE_TYPES or (np.asarray(vocabulary.byte_token) < 0).any():
         return None
-    if unsupported_reason(vocabulary, llama_cpp_split=("list", pre_type)) is not None:
+    if unsupported_reason(vocabulary, split=("list", pre_type)) is not None:
         return None
     return LlamaCppFused(vocabulary, pre_type, piece_cache_slots)

@@ -153,7 +153,7 @@ class Tokenizer:
         self._carver = self._unencodable = self._llama_fused = None
         requested_pretokenizer = pretokenizer
         if vocabulary.pipeline is not None and vocabulary.normalizer == "pipeline":
-            self._init_component_pipeline(vocabulary, algorithm, pretokenizer)
+            self._init_component_pipeline(vocabulary, algorithm, pretokenizer, piece_cache)
             return
         if isinstance(algorithm, Encoder):
             self.encoder = algorithm
@@ -229,8 +229,9 @@ class Tokenizer:
         if vocabulary.rule == "merges":
             self._unencodable = missing_bytes_regex(vocabulary)
 
-    def _init_component_pipeline(self, vocabulary: Vocabulary, algorithm, pretokenizer) -> None:
-        """The HF-semantics component pipeline of ``vocabulary.pipeline`` (see ``hf_pipeline``)."""
+    def _init_component_pipeline(self, vocabulary: Vocabulary, algorithm, pretokenizer, piece_cache) -> None:
+        """The HF-semantics component pipeline of ``vocabulary.pipeline`` (see ``hf_pipeline``); with the
+        default encoder, a pre-tokenizer of ``Split`` steps and byte-level BPE are one fused stage."""
         from .hf_pipeline import HFPipeline
 
         if pretokenizer not in (None, "regex"):
@@ -245,7 +246,8 @@ class Tokenizer:
             symbol_level = bool(model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"))
             default = "naive" if symbol_level else default_encoder_name(vocabulary)
             self.encoder = make_encoder(algorithm or default, vocabulary)
-        self._hf = HFPipeline(vocabulary, self.encoder)
+        self._default_algorithm = algorithm is None
+        self._hf = HFPipeline(vocabulary, self.encoder, self._split_list_fused(vocabulary, pretokenizer, piece_cache))
         self._init_llama_cpp(vocabulary)  # a GGUF SentencePiece file: llama.cpp carves, the pipeline encodes
         self.pretokenizer = _ComponentPieces(self._hf)
         self._fused = None
@@ -257,6 +259,26 @@ class Tokenizer:
         self._direct = False
         self._special_pair = None
         self._screen_long = False
+
+    def _split_list_fused(self, vocabulary: Vocabulary, pretokenizer, piece_cache):
+        """The fused pipeline that splits as the component pipeline's ``Split`` steps and encodes as its
+        model (``hf_pipeline.split_list``), when the default encoder and pre-tokenizer are asked for and
+        the steps compile; else None."""
+        from .fast_pipeline import unsupported_reason
+        from .hf_pipeline import split_list
+
+        if pretokenizer is not None or vocabulary.llama_cpp is not None or not self._encoder_is_fusable():
+            return None
+        regexes = split_list(vocabulary.pipeline, all_bytes=bool((vocabulary.byte_token >= 0).all()))
+        if regexes is None or unsupported_reason(vocabulary, split=("splits", regexes)) is not None:
+            return None
+        from .llama_cpp_program import ListSplitter
+
+        if ListSplitter.of_splits(regexes) is None:
+            return None
+        from .fast_pipeline import fused_pipeline
+
+        return fused_pipeline(vocabulary, _piece_cache_slots(piece_cache), split=("splits", regexes))
 
     @property
     def components(self) -> dict[str, str]:
@@ -288,8 +310,10 @@ class Tokenizer:
     @property
     def fused(self) -> bool:
         """True when texts go through the fused compiled pipeline (for a GGUF file: its ordinary text,
-        split by a twin of llama.cpp's pre-tokenizer or by its regex list, ``llama_cpp_fast``)."""
-        return self._fused is not None or self._llama_fused is not None
+        split by a twin of llama.cpp's pre-tokenizer or by its regex list, ``llama_cpp_fast``; for a
+        component pipeline: each stretch between added tokens, split by its ``Split`` steps)."""
+        return (self._fused is not None or self._llama_fused is not None
+                or (self._hf is not None and self._hf.fused is not None))
 
     @property
     def special_tokens_set(self) -> set[str]:
@@ -658,6 +682,8 @@ class Tokenizer:
             return self._batch_lists(texts, num_threads, self._fused)
         if self._llama_fused is not None:
             return self._llama_batch(texts, num_threads, flat=False)
+        if self._hf is not None and self._hf.fused is not None:
+            return self._component_batch(texts, num_threads, flat=False)
         return [self.encode_ordinary(t) for t in texts]
 
     def _batch_lists(self, texts: list[str], num_threads: int | None, fused) -> list[list[int]]:
@@ -692,7 +718,7 @@ class Tokenizer:
         threads = thread_count(num_threads) if total >= MIN_PARALLEL_BYTES else 1
         groups = split_batch(sizes, part_targets(total, threads))
         normalize = self._normalize
-        if self.vocabulary.normalizer == "none":
+        if normalize is None or self.vocabulary.normalizer == "none":  # no normalizer, or done already
             def to_utf8(first: int, last: int) -> tuple[bytes, np.ndarray]:
                 return fused.utf8_texts(texts, first, last)
         else:
@@ -733,17 +759,34 @@ class Tokenizer:
                 got = [flat_ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
             for i, stretch_ids in zip(indices, got):
                 ids[i] = stretch_ids
+        return self._reassembled(segmented or [[t] for t in texts], ids, flat)
+
+    def _reassembled(self, segmented: list[list[str | int]], ids: list, flat: bool):
+        """Each text's ids from its ``segmented`` form (carved ids and stretches) and ``ids``, the ids of
+        every stretch in order (lists, or arrays with ``flat``): a list per text, or ``(ids, offsets)``
+        as ``encode_ordinary_batch_to_numpy``."""
         stretches = iter(ids)  # in the order of the segments' texts
-        every_segments = segmented or [[t] for t in texts]
         if not flat:
-            return [self._join(segments, lambda _: next(stretches)) for segments in every_segments]
-        per_text = [[s if isinstance(s, int) else next(stretches) for s in segments] for segments in every_segments]
+            return [self._join(segments, lambda _: next(stretches)) for segments in segmented]
+        per_text = [[s if isinstance(s, int) else next(stretches) for s in segments] for segments in segmented]
         arrays = [np.array([part], dtype=np.uint32) if isinstance(part, int) else part
                   for parts in per_text for part in parts]
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        offsets = np.zeros(len(segmented) + 1, dtype=np.int64)
         np.cumsum([sum(1 if isinstance(part, int) else len(part) for part in parts) for parts in per_text],
                   out=offsets[1:])
         return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)), offsets
+
+    def _component_batch(self, texts: list[str], num_threads: int | None, flat: bool):
+        """``encode_ordinary_batch`` (``flat``: ``..._to_numpy``) through a component pipeline with a fused
+        stage: the added tokens carved out of each text and the stretches normalized (``HFPipeline.segments``),
+        then every stretch of the batch one batch of the fused stage on the threads."""
+        segmented = [self._hf.segments(valid_text(text), _carve_none) for text in texts]
+        stretches = [s for segments in segmented for s in segments if isinstance(s, str)]
+        fused = self._hf.fused
+        if not flat:
+            return self._reassembled(segmented, self._batch_lists(stretches, num_threads, fused), flat)
+        flat_ids, offsets = self._batch_flat(stretches, num_threads, fused)
+        return self._reassembled(segmented, [flat_ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])], flat)
 
     def encode_ordinary_batch_to_numpy(self, texts: Iterable[str], *,
                                        num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -755,6 +798,8 @@ class Tokenizer:
             return self._batch_flat(texts, num_threads, self._fused)
         if self._llama_fused is not None:
             return self._llama_batch(texts, num_threads, flat=True)
+        if self._hf is not None and self._hf.fused is not None:
+            return self._component_batch(texts, num_threads, flat=True)
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         arrays = [np.array(self.encode_ordinary(t), dtype=np.uint32) for t in texts]
         np.cumsum([len(a) for a in arrays], out=offsets[1:])
