@@ -288,12 +288,12 @@ def test_character_classes_follow_hf_where_python_differs(spec):
 @settings(max_examples=200, deadline=None)
 @given(literals=st.lists(st.text("<>ab|", min_size=1, max_size=4), min_size=1, max_size=6),
        text=st.text("<>ab|c", max_size=30))
-def test_added_tokens_found_by_their_first_characters_are_the_regexs_matches(literals, text):
-    """Few first characters: matches are looked for where one of them is, by length; the same
-    leftmost-longest matches as the alternation of the literals, longest first."""
+def test_added_tokens_found_where_their_first_two_characters_are_the_regexs_matches(literals, text):
+    """Few kinds of first two characters: matches are looked for where those are, by length; the
+    same leftmost-longest matches as the alternation of the literals, longest first."""
     from bpebench.algorithms.pipeline.added_tokens import AddedToken, _Matcher
 
     matcher = _Matcher([(literal, AddedToken(literal, i)) for i, literal in enumerate(literals)])
-    assert matcher.first_characters is not None
+    assert matcher.starts is not None
     expected = [(m.start(), m.end(), m.group()) for m in matcher.regex.finditer(text)]
     assert list(matcher._matches(text)) == expected

@@ -18,11 +18,13 @@ match), ``rstrip`` over the whitespace after it.
 SentencePiece's user-defined pieces are the same mechanism with ``normalized: true``
 and a normalizer that leaves them verbatim.
 
-Complexity: one regex scan per stretch. Exact.
+Complexity: one regex scan per stretch (of the literals' first two characters, when they are few
+kinds, then a dictionary probe per length where one is found). Exact.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import regex
@@ -33,8 +35,8 @@ from .text_pieces import Piece
 _STARTS_WITH_WORD = regex.compile(r"\w")
 _TRAILING_SPACE = regex.compile(r"\s*\Z")
 _LEADING_SPACE = regex.compile(r"\s*")
-#: a matcher whose literals start with at most this many characters looks for them first
-_SCREENED_FIRSTS = 8
+#: a matcher whose literals start with at most this many pairs of characters looks for them first
+_SCREENED_STARTS = 64
 
 
 @dataclass(frozen=True)
@@ -72,37 +74,40 @@ class _Matcher:
                 self.by_text[text] = token
         literals = sorted(self.by_text, key=len, reverse=True)
         self.regex = regex.compile("|".join(map(regex.escape, literals))) if literals else None
-        # the characters the literals start with, when few: matches are then looked for only where one
-        # of them is (``str.find``), by the literals' lengths, longest first. The regex tries its
-        # alternatives one by one at every such place (DeepSeek's 1,237 raw literals all start with
-        # "<": 2-4 ms per MB of prose and code, against 0.1-0.5)
-        firsts = {text[0] for text in self.by_text}
-        self.first_characters = tuple(sorted(firsts)) if len(firsts) <= _SCREENED_FIRSTS else None
-        self.lengths = sorted({len(text) for text in self.by_text}, reverse=True)
+        # the literals' first two characters, when few kinds: matches are then looked for only where
+        # those are (one scan by ``re`` for a few short alternatives), by the lengths of the literals
+        # that start there, longest first. The regex of every literal tries its alternatives one by
+        # one wherever a first character is (DeepSeek's 1,237 raw literals all start with "<": 2-4
+        # ms per MB of prose, 30 on C code)
+        self.lengths_after: dict[str, list[int]] = {}  # by the first two characters, longest first
+        for text in sorted(self.by_text, key=len, reverse=True):
+            lengths = self.lengths_after.setdefault(text[:2], [])
+            if not lengths or lengths[-1] != len(text):
+                lengths.append(len(text))
+        self.starts = None  # finds where a literal may start
+        if self.by_text and len(self.lengths_after) <= _SCREENED_STARTS:
+            self.starts = re.compile("|".join(map(re.escape, sorted(self.lengths_after, key=len, reverse=True))))
 
     def _matches(self, text: str):
         """(start, stop, literal) of each leftmost-longest match in ``text``, in order, none overlapping."""
-        if self.first_characters is None:
+        if self.starts is None:
             for m in self.regex.finditer(text):
                 yield m.start(), m.end(), m.group()
             return
-        by_text, lengths = self.by_text, self.lengths
-        upcoming = {c: text.find(c) for c in self.first_characters}
-        while True:
-            places = [at for at in upcoming.values() if at >= 0]
-            if not places:
-                return
-            at = min(places)
+        by_text, lengths_after, search = self.by_text, self.lengths_after, self.starts.search
+        found = search(text)
+        while found is not None:
+            at = found.start()
             end = at + 1
-            for length in lengths:
-                literal = text[at:at + length]  # shorter at the text's end: then a shorter literal's test
-                if literal in by_text:
-                    end = at + len(literal)
+            # a literal of two or more characters starts with the two here, one of one character is
+            # the character itself
+            for length in (*lengths_after.get(text[at:at + 2], ()), *lengths_after.get(text[at], ())):
+                literal = text[at:at + length]
+                if len(literal) == length and literal in by_text:
+                    end = at + length
                     yield at, end, literal
                     break
-            for c, place in upcoming.items():
-                if 0 <= place < end:
-                    upcoming[c] = text.find(c, end)
+            found = search(text, end)
 
     def split(self, piece: Piece, carve_special) -> list[Piece]:
         """``piece`` cut around the tokens found in it (HF ``AddedVocabulary::find_matches``)."""
