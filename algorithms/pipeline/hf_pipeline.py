@@ -90,14 +90,16 @@ def plain_form(spec: dict | None, *, all_bytes: bool = True) -> tuple[str | None
 def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] | None:
     """The regexes (as the file writes them) of a pre-tokenizer that is HF ``Split`` steps with
     ``Isolated`` behaviour run one after the other, ahead of byte-level BPE: ``Split`` leaves (a
-    ``String`` pattern is its escaped text), then optionally ``ByteLevel`` (no prefix space; its own
-    regex last when ``use_regex``). The model is plain byte-level BPE over a vocabulary that has a
+    ``String`` pattern is its escaped text; ``Digits``, and ``Punctuation`` that isolates or joins
+    runs, as a class of exactly the characters their tests take, ``hf_unicode.char_class``), then
+    ``ByteLevel`` (no prefix space; its own regex last when ``use_regex``). The model is plain byte-level BPE over a vocabulary that has a
     token for every byte, and no normalizer maps the text to byte-level characters. None for any
     other pipeline. Added tokens and normalizers are no part of it: the component pipeline carves
     and normalizes, then each stretch between added tokens is split by these regexes and encoded
     (:class:`HFPipeline` with a fused stage)."""
     import regex
 
+    from .hf_unicode import char_class
     from .pretokenizers import BYTE_LEVEL_REGEX
 
     if spec is None or not all_bytes:
@@ -119,9 +121,15 @@ def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] 
         return None
     regexes = []
     for part in parts:
+        kind = part.get("type")
+        if kind == "Digits":  # each digit, or each run of them, a piece of its own
+            regexes.append(char_class("numeric") + ("" if part.get("individual_digits", False) else "+"))
+            continue
+        if kind == "Punctuation" and part.get("behavior", "Isolated") in ("Isolated", "Contiguous"):
+            regexes.append(char_class("punctuation") + ("+" if part.get("behavior") == "Contiguous" else ""))
+            continue
         pattern = part.get("pattern") or {}
-        if (part.get("type") != "Split" or part.get("behavior", "Isolated") != "Isolated"
-                or part.get("invert", False)):
+        if kind != "Split" or part.get("behavior", "Isolated") != "Isolated" or part.get("invert", False):
             return None
         if isinstance(pattern.get("Regex"), str):
             regexes.append(pattern["Regex"])

@@ -127,3 +127,25 @@ def is_punctuation(c: str) -> bool:
     if unicodedata.category(c).startswith("P") or (c.isascii() and c in string.punctuation):
         return c not in table["no"]
     return c in table["yes"]
+
+
+@lru_cache(maxsize=None)
+def char_class(test: str) -> str:
+    """A ``regex`` character class of exactly the code points that HF's Digits (``test="numeric"``,
+    :func:`is_numeric`) or Punctuation (``"punctuation"``, :func:`is_punctuation`) test accepts, as
+    ranges of ``\\U`` escapes: a ``Split`` step that reads as the component does (0.1 s to make)."""
+    accepts = {"numeric": is_numeric, "punctuation": is_punctuation}[test]
+    categories = {"numeric": "N", "punctuation": "P"}[test]
+    table = _tables()[test]["yes"]
+    extra = {cp for a, b in zip(table.starts, table.ends) for cp in range(a, b + 1)}
+    extra |= {ord(c) for c in string.punctuation} if test == "punctuation" else set()
+    category = unicodedata.category
+    points = sorted(cp for cp in range(0x110000) if (category(chr(cp))[0] == categories or cp in extra)
+                    and accepts(chr(cp)))
+    ranges: list[list[int]] = []
+    for cp in points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "[" + "".join(f"\\U{a:08X}" + (f"-\\U{b:08X}" if b > a else "") for a, b in ranges) + "]"
