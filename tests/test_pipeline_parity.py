@@ -77,8 +77,11 @@ def test_issue25_empty_matches_keep_the_text(tmp_path):
 def test_plain_byte_level_files_stay_on_the_fused_path():
     tok = Tokenizer(load_path(PIPELINES / "hf_llama3_ignore_merges.json"))
     assert tok.vocabulary.pattern == "llama3" and tok.fused
-    tok = Tokenizer(load_path(PIPELINES / "hf_nfkc_lower_groups.json"))
-    assert tok.vocabulary.normalizer == "pipeline" and not tok.fused
+    # NFKC and Lowercase keep the component pipeline; its Digits and Split steps are the fused stage
+    vocab = load_path(PIPELINES / "hf_nfkc_lower_groups.json")
+    tok = Tokenizer(vocab)
+    assert vocab.normalizer == "pipeline" and tok._hf is not None and tok._hf.fused is not None and tok.fused
+    assert not Tokenizer(vocab, algorithm="heap").fused
 
 
 def test_spm_dummy_prefix_is_added_once_around_user_defined_pieces():
