@@ -291,9 +291,10 @@ def test_character_classes_follow_hf_where_python_differs(spec):
 def test_added_tokens_found_where_their_first_two_characters_are_the_regexs_matches(literals, text):
     """Few kinds of first two characters: matches are looked for where those are, by length; the
     same leftmost-longest matches as the alternation of the literals, longest first."""
-    from bpebench.algorithms.pipeline.added_tokens import AddedToken, _Matcher
+    from bpebench.algorithms.pipeline.added_tokens import LiteralSearch
 
-    matcher = _Matcher([(literal, AddedToken(literal, i)) for i, literal in enumerate(literals)])
-    assert matcher.starts is not None
-    expected = [(m.start(), m.end(), m.group()) for m in matcher.regex.finditer(text)]
-    assert list(matcher._matches(text)) == expected
+    search = LiteralSearch(literals)
+    assert search.starts is not None
+    expected = [(m.start(), m.end(), m.group()) for m in search.regex.finditer(text)]
+    assert list(search.matches(text)) == expected
+    assert search.first(text) == (expected[0][2] if expected else None)

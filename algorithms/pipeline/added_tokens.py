@@ -64,37 +64,38 @@ class AddedToken:
         return ",".join(on) or "-"
 
 
-class _Matcher:
-    """Leftmost-longest matching of a set of literals, each mapped to its token."""
+class LiteralSearch:
+    """Leftmost-longest search for a set of literals.
 
-    def __init__(self, tokens: list[tuple[str, AddedToken]]) -> None:
-        self.by_text: dict[str, AddedToken] = {}
-        for text, token in tokens:
-            if text and text not in self.by_text:
-                self.by_text[text] = token
-        literals = sorted(self.by_text, key=len, reverse=True)
-        self.regex = regex.compile("|".join(map(regex.escape, literals))) if literals else None
-        # the literals' first two characters, when few kinds: matches are then looked for only where
-        # those are (one scan by ``re`` for a few short alternatives), by the lengths of the literals
-        # that start there, longest first. The regex of every literal tries its alternatives one by
-        # one wherever a first character is (DeepSeek's 1,237 raw literals all start with "<": 2-4
-        # ms per MB of prose, 30 on C code)
+    When the literals start with few kinds of two characters, matches are looked for only where
+    those are (one scan by ``re`` for a few short alternatives), by the lengths of the literals that
+    start there, longest first; else by the alternation of every literal, longest first. The
+    alternation tries its alternatives one by one wherever a first character is: DeepSeek-V4's 1,237
+    literals all start with "<", 2-4 ms per MB of prose and 30 on C code.
+    """
+
+    def __init__(self, literals) -> None:
+        self.literals = frozenset(literal for literal in literals if literal)
+        ordered = sorted(self.literals, key=len, reverse=True)
+        self.regex = regex.compile("|".join(map(regex.escape, ordered))) if ordered else None
         self.lengths_after: dict[str, list[int]] = {}  # by the first two characters, longest first
-        for text in sorted(self.by_text, key=len, reverse=True):
+        for text in ordered:
             lengths = self.lengths_after.setdefault(text[:2], [])
             if not lengths or lengths[-1] != len(text):
                 lengths.append(len(text))
         self.starts = None  # finds where a literal may start
-        if self.by_text and len(self.lengths_after) <= _SCREENED_STARTS:
+        if ordered and len(self.lengths_after) <= _SCREENED_STARTS:
             self.starts = re.compile("|".join(map(re.escape, sorted(self.lengths_after, key=len, reverse=True))))
 
-    def _matches(self, text: str):
+    def matches(self, text: str):
         """(start, stop, literal) of each leftmost-longest match in ``text``, in order, none overlapping."""
+        if self.regex is None:
+            return
         if self.starts is None:
             for m in self.regex.finditer(text):
                 yield m.start(), m.end(), m.group()
             return
-        by_text, lengths_after, search = self.by_text, self.lengths_after, self.starts.search
+        literals, lengths_after, search = self.literals, self.lengths_after, self.starts.search
         found = search(text)
         while found is not None:
             at = found.start()
@@ -103,11 +104,27 @@ class _Matcher:
             # the character itself
             for length in (*lengths_after.get(text[at:at + 2], ()), *lengths_after.get(text[at], ())):
                 literal = text[at:at + length]
-                if len(literal) == length and literal in by_text:
+                if len(literal) == length and literal in literals:
                     end = at + length
                     yield at, end, literal
                     break
             found = search(text, end)
+
+    def first(self, text: str) -> str | None:
+        """The literal of the first match in ``text``, or None."""
+        return next((literal for _, _, literal in self.matches(text)), None)
+
+
+class _Matcher:
+    """Leftmost-longest matching of a set of literals, each mapped to its token."""
+
+    def __init__(self, tokens: list[tuple[str, AddedToken]]) -> None:
+        self.by_text: dict[str, AddedToken] = {}
+        for text, token in tokens:
+            if text and text not in self.by_text:
+                self.by_text[text] = token
+        self.search = LiteralSearch(self.by_text)
+        self.regex = self.search.regex
 
     def split(self, piece: Piece, carve_special) -> list[Piece]:
         """``piece`` cut around the tokens found in it (HF ``AddedVocabulary::find_matches``)."""
@@ -117,7 +134,7 @@ class _Matcher:
         out: list[Piece] = []
         start_offset = 0
         n = len(text)
-        for start, stop, literal in self._matches(text):
+        for start, stop, literal in self.search.matches(text):
             token = self.by_text[literal]
             if token.special and not carve_special(token):
                 continue

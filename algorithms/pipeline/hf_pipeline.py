@@ -268,6 +268,16 @@ class HFPipeline:
                 out.extend(tokenize(piece.text))
         return out
 
+    def encode_array(self, text: str, carve_special: Callable[[AddedToken], bool]):
+        """:meth:`encode` as one ``uint32`` array, through the fused stage (which it needs)."""
+        import numpy as np
+
+        parts = [np.array([segment], dtype=np.uint32) if isinstance(segment, int)
+                 else self.fused.encode_array(segment.encode("utf-8")) for segment in self.segments(text, carve_special)]
+        if not parts:
+            return np.zeros(0, dtype=np.uint32)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     def segments(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[str | int]:
         """``text`` as the ids of the added tokens carved from it and the normalized stretches between
         them, in order (what the fused stage encodes: each stretch whole)."""

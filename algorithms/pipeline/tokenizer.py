@@ -29,10 +29,11 @@ surrogate becomes U+FFFD (:func:`valid_text`).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from functools import lru_cache
-from typing import AbstractSet, Collection, Iterable, Literal, Sequence
+from typing import AbstractSet, Callable, Collection, Iterable, Literal, Sequence
 
 import numpy as np
 import regex
@@ -59,6 +60,14 @@ class DisallowedSpecialError(BpebenchError, ValueError):
 def _literal_regex(literals: frozenset[str]):
     """One regex matching any of ``literals``, longest first (compiled once per set)."""
     return regex.compile("|".join(map(regex.escape, sorted(literals, key=len, reverse=True))))
+
+
+@lru_cache(maxsize=16)
+def _literal_search_of(literals: frozenset[str]):
+    """A leftmost-longest search for ``literals`` (``added_tokens.LiteralSearch``; made once per set)."""
+    from .added_tokens import LiteralSearch
+
+    return LiteralSearch(literals)
 
 
 def _first_two_bytes(prefix: str) -> tuple[int, int] | None:
@@ -212,6 +221,11 @@ class Tokenizer:
         self._screen_long = bool(self._direct and self._fused is not None and self._fused.splitter is None
                                  and specials and self._special_pair is not None
                                  and not any("\n" in s for s in specials))
+
+    @functools.cached_property
+    def _never_carved(self) -> frozenset[str]:
+        """The special tokens tiktoken's rules apply to (llama.cpp's carver cuts some out always)."""
+        return self._specials - (self._carver.always if self._carver else frozenset())
 
     @property
     def _special_regex(self):
@@ -521,6 +535,9 @@ class Tokenizer:
         ids = self._long_without_specials(text, num_threads, as_array=True)
         if ids is not None:
             return ids
+        if self._hf is not None and self._hf.fused is not None and self._carver is None:
+            self._allowed_special(text, allowed_special, disallowed_special)  # raises on a disallowed one
+            return self._hf.encode_array(valid_text(text), self._carved_by_name(allowed_special))
         if self._hf is not None:  # added tokens are matched by the component pipeline itself
             return np.array(self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special),
                             dtype=np.uint32)
@@ -604,15 +621,15 @@ class Tokenizer:
         specials = self.vocabulary.special_tokens
         if not specials or not _may_hold(text, self._special_prefix):
             return frozenset()  # fast path: no special-token literal can occur in the text
-        allowed = frozenset(specials) if allowed_special == "all" else frozenset(allowed_special)
+        allowed = self._specials if allowed_special == "all" else frozenset(allowed_special)
         if disallowed_special == "all":
-            disallowed = frozenset(specials) - allowed - (self._carver.always if self._carver else frozenset())
+            disallowed = self._never_carved - allowed if allowed else self._never_carved
         else:
             disallowed = frozenset(disallowed_special)
         if disallowed:
-            found = _literal_regex(disallowed).search(text)
-            if found:
-                raise DisallowedSpecialError(found.group())
+            found = _literal_search_of(disallowed).first(text)
+            if found is not None:
+                raise DisallowedSpecialError(found)
         return allowed
 
     def _segments(self, text: str, allowed: frozenset[str]) -> list[str | int]:
@@ -653,11 +670,14 @@ class Tokenizer:
             return ids
         allowed = self._allowed_special(text, allowed_special, disallowed_special)
         if self._hf is not None and self._carver is None:
-            # added tokens may match after normalization: allow by name, not by what the raw text shows
-            allowed = frozenset(self.vocabulary.special_tokens) if allowed_special == "all" else frozenset(
-                allowed_special)
-            return self._hf.encode(valid_text(text), lambda token: token.content in allowed)
+            return self._hf.encode(valid_text(text), self._carved_by_name(allowed_special))
         return self._join(self._segments(text, allowed))
+
+    def _carved_by_name(self, allowed_special) -> Callable:
+        """Which added tokens the component pipeline carves: the special ones ``allowed_special`` names
+        (added tokens may match after normalization: allowed by name, not by what the raw text shows)."""
+        allowed = self._specials if allowed_special == "all" else frozenset(allowed_special)
+        return lambda token: token.content in allowed
 
     def _join(self, segments: list[str | int], encode=None) -> list[int]:
         """The ids of ``segments`` (special-token ids, and texts encoded by ``encode``, by default
