@@ -138,6 +138,20 @@ def test_the_compiled_split_is_hfs_pre_tokenizer(text, name):
     assert [text[a:b] for a, b in _isolated_spans(splitter.steps, text)] == ours
 
 
+@settings(max_examples=60, deadline=None)
+@given(text=st.lists(st.sampled_from([*"ab Zz \t\n\r.,!?_-'$+<>", "hello", " World", "   ", "\n\n  ", "--", "2024",
+                                          "\x00", "\x07\x1b", "\x7f"]),
+                     min_size=150, max_size=400).map("".join),
+       name=st.sampled_from(sorted(SHAPES)))
+def test_long_ascii_pieces_split_as_hfs_pre_tokenizer(text, name):
+    """Pieces of ``TRANSDUCED_MIN`` ASCII characters or more are split by a step's transducer."""
+    hf_pre = Pre.Sequence(SHAPES[name][0])
+    splitter = ListSplitter.of_splits(split_list({"model": {"type": "BPE"},
+                                                  "pre_tokenizer": json.loads(hf_pre.__getstate__())}))
+    assert [bytes_to_token_text(p.encode()) for p in splitter.split(text)] == \
+        [p for p, _ in hf_pre.pre_tokenize_str(text)]
+
+
 def test_a_lone_surrogate_is_split_by_the_reference():
     splitter = ListSplitter.of_splits(tuple(DEEPSEEK))
     assert splitter.split("ab\ud800 12345") == ["ab", "\ud800", " ", "123", "45"]

@@ -88,6 +88,26 @@ def test_drawn_text_splits_as_the_emulation(splitters, name, text):
     assert ends.tolist() == np.cumsum([len(p.encode()) for p in emulated.split(text)]).tolist()
 
 
+#: ASCII with few digits and some control characters (text between matches): pieces long enough for the transducer of a list's word regex (ASCII pieces of
+#: ``TRANSDUCED_MIN`` characters or more are split by it, the one-character pieces it leaves checked)
+_ASCII = [*"aZsStTmdlLrReEvV '\"\n\r\t\x0b\x0c.,!?-_$+<=>^~|`(){}[]/\\#@&*%:;", "'s", "'LL", "hello", " World",
+          "   ", "\n\n  ", " \t ", "2024", "\x00", "\x07\x1b", "\x7f"]
+_LONG_ASCII = st.lists(st.sampled_from(_ASCII), min_size=150, max_size=400).map("".join)
+
+
+@pytest.mark.parametrize("name", COMPILED)
+@settings(max_examples=40, deadline=None)
+@given(text=_LONG_ASCII)
+def test_long_ascii_text_splits_as_the_emulation(splitters, name, text):
+    compiled, emulated = splitters[name]
+    assert compiled.split(text) == emulated.split(text)
+
+
+def test_word_regexes_have_transducers():
+    steps = ListSplitter.of("deepseek3_llm").steps
+    assert [step.covering is not None for step in steps] == [False, False, True]  # digits, Han: sparse
+
+
 def test_a_lone_surrogate_is_split_by_the_emulation(splitters):
     compiled, emulated = splitters["deepseek3_llm"]
     text = "ab\ud800 12345"

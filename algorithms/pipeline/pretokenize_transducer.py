@@ -572,18 +572,24 @@ def _byte_kinds(program) -> np.ndarray:
 
 
 @lru_cache(maxsize=32)
-def transducer_for(pattern: str) -> Transducer | None:
-    """:func:`build_transducer` of the pattern's program, kept under the cache root (a pattern as
-    large as o200k's takes a quarter of a second to build); None when it has no program or its
-    program is refused."""
+def transducer_for(pattern: str, meaning: str = "regex") -> Transducer | None:
+    """:func:`build_transducer` of the pattern's program (its classes read as ``meaning`` says,
+    ``pattern_program.MEANINGS``), kept under the cache root (a pattern as large as o200k's takes a
+    quarter of a second to build); None when it has no program or its program is refused. The
+    tables depend on the program's kinds, not on which code points have them: the split takes the
+    program's own ``stage1``/``stage2`` (:func:`split_arguments`)."""
+    from .pattern_program import compile_pattern
+
+    program = compile_pattern(pattern, meaning)
+    return None if program is None else transducer_of(program)
+
+
+def transducer_of(program) -> Transducer | None:
+    """:func:`transducer_for` of a compiled program."""
     import hashlib
 
     from ..cache.files import CacheDamaged, cache_root, discard, read_checked, write_checked
-    from .pattern_program import compile_pattern
 
-    program = compile_pattern(pattern)
-    if program is None:
-        return None
     digest = hashlib.sha256(_own_source())
     for part in (program.branches, program.items, program.alternatives, program.alternative_classes,
                  program.group_alternatives, program.kind_classes, program.byte_classes):
