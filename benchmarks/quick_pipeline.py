@@ -24,7 +24,8 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
 4. ``stages``: where our time goes on each kind (pre-tokenizer, whole-piece lookup, BPE of
    multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
    (not in the default set): the piece cache's sizes against none, in one process;
-   ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage).
+   ``patterns``: a pattern with no compiled pre-tokenizer (regex + the compiled BPE stage), and
+   DeepSeek-V4's ``tokenizer.json`` (its Split steps compiled inside the component pipeline).
    ``trained-pairs``: two ``tokenizer.json`` files trained alike by HF ``tokenizers``, one split by
    o200k's regex, one by a regex of its own, each on its corpus's text it was not trained on.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
@@ -712,9 +713,10 @@ RESPELLED_O200K = PATTERNS["o200k"] + r"|\s"
 
 
 def table_patterns() -> None:
-    """o200k's ranks with a pattern that has no compiled pre-tokenizer, next to the built-in one, and
-    Mistral's Tekken file (its own pattern, compiled); the compiled rows take turns per document,
-    the reference path is timed apart."""
+    """o200k's ranks with a pattern that has no compiled pre-tokenizer, next to the built-in one,
+    Mistral's Tekken file (its own pattern, compiled) and DeepSeek-V4's ``tokenizer.json`` (Split
+    steps); the compiled rows take turns per document, the reference paths are timed apart."""
+    from bpebench.algorithms.formats import BUILTIN
     from bpebench.algorithms.formats.vocabulary import Vocabulary
     from bpebench.benchmarks import protocol
 
@@ -738,6 +740,11 @@ def table_patterns() -> None:
                  "custom pattern: generated backtracking matcher + compiled BPE": backtracking.encode_ordinary}
     # timed apart, as in ``table_order``: slower by far, it would empty the caches before the next row
     reference = {"custom pattern: reference path": Tokenizer(custom, pretokenizer="regex").encode_ordinary}
+    # DeepSeek-V4's tokenizer.json (its own vocabulary): three Split steps, 1,283 added tokens
+    if BUILTIN["deepseek_v4"].available():
+        functions["deepseek_v4 (tokenizer.json): components + compiled Split steps + compiled BPE"] = \
+            Tokenizer("deepseek_v4").encode_ordinary
+        reference["deepseek_v4: component pipeline"] = Tokenizer("deepseek_v4", pretokenizer="regex").encode_ordinary
     print(f"\npatterns: o200k's ranks with the pattern {CUSTOM_PATTERN}, and with o200k's pattern + '|\\s' "
           "(unseen, one CPU, 400 kB per kind): MB/s")
     for kind in protocol.KINDS:
