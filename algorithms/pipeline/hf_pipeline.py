@@ -92,9 +92,9 @@ def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] 
     ``Isolated`` behaviour run one after the other, ahead of byte-level BPE: ``Split`` leaves (a
     ``String`` pattern is its escaped text; ``Digits``, and ``Punctuation`` that isolates or joins
     runs, as a class of exactly the characters their tests take, ``hf_unicode.char_class``), then
-    ``ByteLevel`` (no prefix space; its own regex last when ``use_regex``). The model is plain byte-level BPE over a vocabulary that has a
-    token for every byte, and no normalizer maps the text to byte-level characters. None for any
-    other pipeline. Added tokens and normalizers are no part of it: the component pipeline carves
+    ``ByteLevel`` (no prefix space; its own regex last when ``use_regex``). The model is plain
+    byte-level BPE over a vocabulary that has a token for every byte, and no normalizer maps the
+    text to byte-level characters. None for any other pipeline. Added tokens and normalizers are no part of it: the component pipeline carves
     and normalizes, then each stretch between added tokens is split by these regexes and encoded
     (:class:`HFPipeline` with a fused stage)."""
     import regex

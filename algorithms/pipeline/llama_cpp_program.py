@@ -654,12 +654,9 @@ class ListSplitter:
     def of_splits(cls, regexes: tuple[str, ...]) -> "ListSplitter | None":
         """The splitter of HF ``Split`` pre-tokenizers with ``Isolated`` behaviour, one after the other,
         on their regexes as a ``tokenizer.json`` writes them (Oniguruma's syntax), or None when one of
-        them does not compile."""
-        found = _split_function(tuple(regexes), "hf")
-        if found is None:
-            return None
-        steps = found[0]
-        return cls(f"{len(steps)} splits", *found, lambda text: _isolated_spans(steps, text))
+        them does not compile. One splitter per list, shared (its working arrays are per thread): the
+        Tokenizer asks whether the list compiles, and its fused pipeline then splits with it."""
+        return _splits_splitter(cls, tuple(regexes))
 
     def piece_ends(self, data: np.ndarray) -> np.ndarray:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end."""
@@ -697,6 +694,15 @@ class ListSplitter:
 
     def __repr__(self) -> str:
         return f"<ListSplitter {self.name}>"
+
+
+@lru_cache(maxsize=None)
+def _splits_splitter(cls, regexes: tuple[str, ...]) -> ListSplitter | None:
+    found = _split_function(regexes, "hf")
+    if found is None:
+        return None
+    steps = found[0]
+    return cls(f"{len(steps)} splits", *found, lambda text: _isolated_spans(steps, text))
 
 
 def _isolated_spans(steps: tuple[Step, ...], text: str) -> list[tuple[int, int]]:
