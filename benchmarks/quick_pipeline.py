@@ -205,7 +205,7 @@ def table_unseen(vocabs: list[str], peer_filter: set[str] | None, hf: bool, cpu:
     for vocab_name in vocabs:
         vocab = load_vocabulary(vocab_name)
         names = [name for name, ok, _ in peer_status(vocab) if ok and (hf or name not in SLOW_PEERS)
-                 and name != "sentencepiece" and (peer_filter is None or name in peer_filter)]
+                 and (peer_filter is None or name in peer_filter)]
         runs: dict[tuple[str, str], dict] = {}
         for variant in OUR_VARIANTS:
             for name in names if variant in MAIN_VARIANTS else [n for n in names if n == "tiktoken"][:1] or names[:1]:

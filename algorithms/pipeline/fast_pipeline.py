@@ -1062,9 +1062,16 @@ def unsupported_reason(vocab, *, split: tuple | None = None) -> str | None:
     does on the texts its caller lets through; or ``("list", type)``, that pre-tokenizer's type,
     whose regex list ``llama_cpp_program`` compiles or, when it cannot, ``llama_cpp_split`` emulates
     (``llama_cpp_fast``). ``("splits", regexes)``: HF ``Split`` steps one after the other
-    (``llama_cpp_program.ListSplitter.of_splits``; the caller has checked that they compile)."""
+    (``llama_cpp_program.ListSplitter.of_splits``; the caller has checked that they compile).
+    ``("marker", marker, every)``: cut before each run of ``marker`` (each one with ``every``;
+    :mod:`.marker_split`); ``("whole",)``: each text one piece. A character-level vocabulary (helper
+    ids: SentencePiece, HF byte-fallback BPE) is encoded when its unknown characters can be written
+    as its model writes them (:mod:`.unknown_chars`)."""
     if vocab.hidden:
-        return "the vocabulary has hidden helper tokens (SentencePiece byte fallback)"
+        from .unknown_chars import UnknownCharacters
+
+        if UnknownCharacters.of(vocab) is None:
+            return "its model drops unknown characters (neither byte fallback nor an unknown token)"
     if vocab.llama_cpp is not None and split is None:
         return "llama.cpp's own pre-tokenizer and special-token rules (a GGUF file) run on the reference path"
     reason = rank_order_break(vocab)
@@ -1277,6 +1284,14 @@ class FusedPipeline:
 
             if split[0] == "pattern":  # a pattern that splits as llama.cpp's on screened text
                 self.splitter = program_pretokenizer(split[1]) or RegexPretokenizer(split[1])
+            elif split[0] == "marker":  # ("marker", marker, every): cut before each run of it (or each)
+                from .marker_split import MarkerSplitter
+
+                self.splitter = MarkerSplitter(split[1], every=split[2])
+            elif split[0] == "whole":  # no pre-tokenizer: each text one piece
+                from .pretokenize import WholeText
+
+                self.splitter = WholeText()
             elif split[0] == "splits":  # HF's Split steps, compiled
                 self.splitter = ListSplitter.of_splits(split[1])
             else:  # llama.cpp's regex list, compiled (else emulated)
@@ -1301,6 +1316,10 @@ class FusedPipeline:
                          wide_limit,
                          live_pair_keys, live_pair_vals, crossing)
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
+        from .unknown_chars import UnknownCharacters
+
+        # a character-level vocabulary's unknown characters come out as helper ids, rewritten here
+        self.unknown = UnknownCharacters.of(vocabulary)
         self.piece_cache_slots = self.PIECE_CACHE_SLOTS if piece_cache_slots is None else int(piece_cache_slots)
         check_piece_cache_slots(self.piece_cache_slots)  # refuses a bad size now rather than in a call
         self._per_thread = threading.local()
@@ -1436,7 +1455,16 @@ class FusedPipeline:
     def _encode_part(self, part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
         data, ends = part
         out, cache, _ = self._buffers(len(data))
-        return out, self._encode_pieces(self.plan, data, ends, out, cache)
+        return self._known(out, self._encode_pieces(self.plan, data, ends, out, cache))
+
+    def _known(self, out: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+        """``(out, n)`` with the helper ids of unknown characters rewritten (:mod:`.unknown_chars`):
+        a new array when there were any."""
+        if self.unknown is not None:
+            rewritten = self.unknown.rewrite(out[:n])
+            if rewritten is not None:
+                return rewritten, len(rewritten)
+        return out, n
 
     def encode_part_list(self, part: tuple[np.ndarray, np.ndarray]) -> list[int]:
         """The ids of a part of :meth:`split_parts` as a list (on the calling thread's buffers)."""
@@ -1476,11 +1504,11 @@ class FusedPipeline:
         out, cache, work = self._buffers(len(data))
         encode_bytes = self._encode_bytes_own
         if encode_bytes is None:
-            return out, self._encode_as_array(data, out, cache)
+            return self._known(out, self._encode_as_array(data, out, cache))
         n = encode_bytes(data, out, cache, work)
         if n < 0:
             n = encode_bytes(data, out, cache, self._grow_scratch(-n))
-        return out, n
+        return self._known(out, n)
 
     def _encode_as_array(self, data: bytes, out: np.ndarray, cache: np.ndarray) -> int:
         """The number of ids of the UTF-8 text ``data`` written into ``out`` (at least as long), the text
@@ -1634,7 +1662,7 @@ class FusedPipeline:
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
         out = np.empty(len(arr), dtype=np.int32)
-        n = self._encode(self.plan, arr, out, self.thread_cache())
+        out, n = self._known(out, self._encode(self.plan, arr, out, self.thread_cache()))
         return out[:n]
 
     def encode_utf8_batch(self, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
@@ -1655,6 +1683,10 @@ class FusedPipeline:
         out = np.empty(len(arr), dtype=np.int32) if fresh else self._buffers(len(arr))[0]
         out_offsets = np.empty(len(text_offsets), dtype=np.int64)
         n = self._encode_batch(self.plan, arr, text_offsets, out, out_offsets, self.thread_cache())
+        if self.unknown is not None:
+            rewritten = self.unknown.rewrite(out[:n], out_offsets)
+            if rewritten is not None:
+                return rewritten
         return out[:n], out_offsets
 
     def utf8_texts(self, texts: list[str], first: int, last: int) -> tuple[bytes, np.ndarray]:

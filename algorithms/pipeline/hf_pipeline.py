@@ -140,6 +140,45 @@ def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] 
     return tuple(regexes) or None
 
 
+def character_split(vocabulary) -> tuple | None:
+    """The fused stage's split (``fast_pipeline.unsupported_reason``) for a character-level BPE
+    model with no pre-tokenizer (SentencePiece ``.model`` files and the HF files made from them:
+    Llama-2's, Mistral's): each stretch cut before each run of ``▁`` where the vocabulary lets BPE
+    run piece by piece (:func:`.marker_split.cuts_before_marker_runs`), else whole. None for any other
+    pipeline. The component pipeline carves and normalizes as before."""
+    from .marker_split import SPACE_MARKER, cuts_before_marker_runs
+
+    spec = vocabulary.pipeline
+    if spec is None:
+        return None
+    model = spec.get("model") or {}
+    if model.get("token_text", "byte_level") != "utf-8" or model.get("continuing_subword_prefix") \
+            or model.get("end_of_word_suffix") or model.get("ignore_merges"):
+        return None
+    marker = SPACE_MARKER
+    pre_tokenizer = spec.get("pre_tokenizer")
+    if pre_tokenizer is not None:
+        metaspace = _metaspace(pre_tokenizer, spec.get("normalizer"))
+        if metaspace is None:
+            return None
+        if metaspace.split:  # HF cuts before every marker
+            return ("marker", metaspace.replacement, True)
+        marker = metaspace.replacement
+    return ("marker", marker, False) if cuts_before_marker_runs(vocabulary, marker) else ("whole",)
+
+
+def _metaspace(spec: dict, normalizer: dict | None):
+    """The ``Metaspace`` pre-tokenizer of ``spec`` when the fused stage can apply it to each stretch
+    (:meth:`HFPipeline.segments`); its ``first`` scheme only without a normalizer, whose offsets
+    would decide which stretch is first."""
+    from .pretokenizers import Metaspace
+
+    if spec.get("type") != "Metaspace":
+        return None
+    metaspace = Metaspace(spec, "pre_tokenizer")
+    return None if metaspace.scheme == "first" and normalizer is not None else metaspace
+
+
 def validate_spec(spec: dict, where: str) -> None:
     """Build every component once, so that an unsupported one is refused when the file loads."""
     normalizer = build_normalizer(spec.get("normalizer"), where)
@@ -208,6 +247,11 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
     path = f"plain (pattern {vocabulary.pattern}, fused when the encoder allows)" if plain else "component pipeline"
     if not plain and split_list(spec, all_bytes=bool((vocabulary.byte_token >= 0).all())) is not None:
         path += " (each stretch between added tokens split by its compiled Split steps and encoded fused)"
+    elif not plain and character_split(vocabulary) is not None:
+        cut = character_split(vocabulary)
+        where = ("cut before each run of " + repr(cut[1]) if not cut[2] else "cut before each " + repr(cut[1])) \
+            if cut[0] == "marker" else "whole"
+        path += f" (each stretch between added tokens {where} and encoded fused)"
     return {
         "normalizer": describe_spec(spec.get("normalizer")),
         "pre_tokenizer": describe_spec(spec.get("pre_tokenizer")),
@@ -238,6 +282,10 @@ class HFPipeline:
         self.model = BPEModel(vocabulary, spec.get("model") or {}, encoder)
         self.track_offsets = bool(self.pre_tokenizer is not None and self.pre_tokenizer.reads_offsets)
         self.fused = fused
+        #: a ``Metaspace`` pre-tokenizer's spaces and prefix, written into each stretch for the fused
+        #: stage (which then cuts before the markers)
+        self._metaspace = None if fused is None or spec.get("pre_tokenizer") is None \
+            else _metaspace(spec["pre_tokenizer"], spec.get("normalizer"))
 
     @property
     def added_tokens(self) -> list[AddedToken]:
@@ -254,7 +302,10 @@ class HFPipeline:
         out: list[int] = []
         if self.fused is not None:
             encode = self.fused.encode_list
-            for segment in self.segments(text, carve_special):
+            segments = self.segments(text, carve_special)
+            if len(segments) == 1 and not isinstance(segments[0], int):
+                return encode(segments[0].encode("utf-8"))  # the common case: no copy of its ids
+            for segment in segments:
                 if isinstance(segment, int):
                     out.append(segment)
                 else:
@@ -281,9 +332,20 @@ class HFPipeline:
     def segments(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[str | int]:
         """``text`` as the ids of the added tokens carved from it and the normalized stretches between
         them, in order (what the fused stage encodes: each stretch whole)."""
-        return [piece.token if piece.token is not None else piece.text
-                for piece in self.added.extract_and_normalize(text, carve_special=carve_special)
-                if piece.token is not None or piece.text]
+        segments = [piece.token if piece.token is not None else piece.text
+                    for piece in self.added.extract_and_normalize(text, carve_special=carve_special)
+                    if piece.token is not None or piece.text]
+        metaspace = self._metaspace
+        if metaspace is not None:
+            # HF's "first" scheme prefixes the stretch at offset 0: the first, when nothing is carved before it
+            marker, prefix_all = metaspace.replacement, metaspace.scheme == "always"
+            for k, segment in enumerate(segments):
+                if not isinstance(segment, int):
+                    segment = segment.replace(" ", marker)
+                    if metaspace.scheme != "never" and (prefix_all or k == 0) and not segment.startswith(marker):
+                        segment = marker + segment
+                    segments[k] = segment
+        return segments
 
     def piece_bytes(self, text: str) -> list[bytes]:
         """What the encoder sees: the pieces' bytes (added tokens left out)."""

@@ -261,7 +261,7 @@ class Tokenizer:
             default = "naive" if symbol_level else default_encoder_name(vocabulary)
             self.encoder = make_encoder(algorithm or default, vocabulary)
         self._default_algorithm = algorithm is None
-        self._hf = HFPipeline(vocabulary, self.encoder, self._split_list_fused(vocabulary, pretokenizer, piece_cache))
+        self._hf = HFPipeline(vocabulary, self.encoder, self._component_fused(vocabulary, pretokenizer, piece_cache))
         self._init_llama_cpp(vocabulary)  # a GGUF SentencePiece file: llama.cpp carves, the pipeline encodes
         self.pretokenizer = _ComponentPieces(self._hf)
         self._fused = None
@@ -274,25 +274,30 @@ class Tokenizer:
         self._special_pair = None
         self._screen_long = False
 
-    def _split_list_fused(self, vocabulary: Vocabulary, pretokenizer, piece_cache):
-        """The fused pipeline that splits as the component pipeline's ``Split`` steps and encodes as its
-        model (``hf_pipeline.split_list``), when the default encoder and pre-tokenizer are asked for and
-        the steps compile; else None."""
+    def _component_fused(self, vocabulary: Vocabulary, pretokenizer, piece_cache):
+        """The fused pipeline that splits as the component pipeline's pre-tokenizer and encodes as its
+        model, when the default encoder and pre-tokenizer are asked for: ``Split`` steps that compile
+        (``hf_pipeline.split_list``), or a character-level model with no pre-tokenizer
+        (``hf_pipeline.character_split``); else None."""
         from .fast_pipeline import unsupported_reason
-        from .hf_pipeline import split_list
+        from .hf_pipeline import character_split, split_list
 
         if pretokenizer is not None or vocabulary.llama_cpp is not None or not self._encoder_is_fusable():
             return None
-        regexes = split_list(vocabulary.pipeline, all_bytes=bool((vocabulary.byte_token >= 0).all()))
-        if regexes is None or unsupported_reason(vocabulary, split=("splits", regexes)) is not None:
+        split = character_split(vocabulary)
+        if split is None:
+            regexes = split_list(vocabulary.pipeline, all_bytes=bool((vocabulary.byte_token >= 0).all()))
+            split = None if regexes is None else ("splits", regexes)
+        if split is None or unsupported_reason(vocabulary, split=split) is not None:
             return None
-        from .llama_cpp_program import ListSplitter
+        if split[0] == "splits":
+            from .llama_cpp_program import ListSplitter
 
-        if ListSplitter.of_splits(regexes) is None:
-            return None
+            if ListSplitter.of_splits(split[1]) is None:
+                return None
         from .fast_pipeline import fused_pipeline
 
-        return fused_pipeline(vocabulary, _piece_cache_slots(piece_cache), split=("splits", regexes))
+        return fused_pipeline(vocabulary, _piece_cache_slots(piece_cache), split=split)
 
     @property
     def components(self) -> dict[str, str]:
