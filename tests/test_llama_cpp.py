@@ -72,14 +72,22 @@ def test_ids_equal_llama_cpp(variant_dir, variant):
     expected = GOLDEN["variants"][variant]
     tok = Tokenizer(vocab)
     # byte-level files take the fused pipeline (a hand-written splitter's compiled twin on the text
-    # its screen lets through, else llama.cpp's split as emulated), but where llama.cpp drops bytes
-    assert tok.fused == (vocab.rule == "merges" and variant != "missing-byte:gpt-2")
-    fused_split = tok._llama_fused.pattern_name if tok.fused else None
-    assert fused_split == (compiled_pattern(vocab.llama_cpp["pre"]) if tok.fused else None)
+    # its screen lets through, else llama.cpp's split as emulated), but where llama.cpp drops bytes;
+    # SentencePiece files fuse each stretch their carver leaves (``hf_pipeline.character_split``)
+    sentencepiece = variant.startswith("spm")
+    assert tok.fused == (sentencepiece or (vocab.rule == "merges" and variant != "missing-byte:gpt-2"))
+    if sentencepiece:
+        assert tok._hf.fused is not None and tok._llama_fused is None
+    else:
+        fused_split = tok._llama_fused.pattern_name if tok.fused else None
+        assert fused_split == (compiled_pattern(vocab.llama_cpp["pre"]) if tok.fused else None)
     mismatches = _mismatches([tok.encode_ordinary(t) for t in TEXTS], expected["ordinary"])
     assert not mismatches, f"{len(mismatches)} texts differ, first: {mismatches[0]}"
     mismatches = _mismatches([tok.encode(t, allowed_special="all") for t in TEXTS], expected["special"])
     assert not mismatches, f"{len(mismatches)} texts differ, first: {mismatches[0]}"
+    assert not _mismatches(tok.encode_ordinary_batch(TEXTS), expected["ordinary"])
+    ids, offsets = tok.encode_ordinary_batch_to_numpy(TEXTS)
+    assert not _mismatches([ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])], expected["ordinary"])
     added = [llama_tokenize(tok, t, add_special=True) for t in ("", "hello world")]
     assert added == expected["add_special"]
 

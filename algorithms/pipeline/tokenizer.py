@@ -282,10 +282,11 @@ class Tokenizer:
         from .fast_pipeline import unsupported_reason
         from .hf_pipeline import character_split, split_list
 
-        if pretokenizer is not None or vocabulary.llama_cpp is not None or not self._encoder_is_fusable():
+        if pretokenizer is not None or not self._encoder_is_fusable():
             return None
+        # a GGUF SentencePiece file: llama.cpp's carver cuts its literals, each stretch is fused
         split = character_split(vocabulary)
-        if split is None:
+        if split is None and vocabulary.llama_cpp is None:
             regexes = split_list(vocabulary.pipeline, all_bytes=bool((vocabulary.byte_token >= 0).all()))
             split = None if regexes is None else ("splits", regexes)
         if split is None or unsupported_reason(vocabulary, split=split) is not None:
@@ -707,7 +708,7 @@ class Tokenizer:
             return self._batch_lists(texts, num_threads, self._fused)
         if self._llama_fused is not None:
             return self._llama_batch(texts, num_threads, flat=False)
-        if self._hf is not None and self._hf.fused is not None:
+        if self._hf is not None and self._hf.fused is not None and self._carver is None:
             return self._component_batch(texts, num_threads, flat=False)
         return [self.encode_ordinary(t) for t in texts]
 
@@ -823,7 +824,7 @@ class Tokenizer:
             return self._batch_flat(texts, num_threads, self._fused)
         if self._llama_fused is not None:
             return self._llama_batch(texts, num_threads, flat=True)
-        if self._hf is not None and self._hf.fused is not None:
+        if self._hf is not None and self._hf.fused is not None and self._carver is None:
             return self._component_batch(texts, num_threads, flat=True)
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         arrays = [np.array(self.encode_ordinary(t), dtype=np.uint32) for t in texts]
