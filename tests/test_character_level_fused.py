@@ -141,3 +141,19 @@ def test_a_model_that_drops_unknown_characters_is_not_fused():
     spec = dict(vocab.pipeline, model={k: v for k, v in vocab.pipeline["model"].items() if k != "unk_token"})
     dropping = dataclasses.replace(vocab, pipeline=spec)
     assert "drops unknown characters" in unsupported_reason(dropping)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(st.sampled_from([" ", "a", "▁", "\ud800", "é", "\n"]), max_size=10),
+       collapse=st.booleans(), dummy_prefix=st.booleans(), escape=st.booleans())
+def test_normalizers_by_str_methods_equal_their_offset_keeping_loops(text, collapse, dummy_prefix, escape):
+    """Without offsets to keep, SentencePiece's normalizer (no charsmap) and a ``String`` Replace run
+    on ``str`` methods; with offsets, on the character loop and the matched spans."""
+    from bpebench.algorithms.pipeline.normalizers import Replace, SentencePieceNormalizer
+    from bpebench.algorithms.pipeline.text_pieces import Piece
+
+    for normalizer in (SentencePieceNormalizer({"add_dummy_prefix": dummy_prefix, "remove_extra_whitespaces": collapse,
+                                                "escape_whitespaces": escape, "precompiled_charsmap": ""}, "spm"),
+                       Replace({"pattern": {"String": " " if escape else "a▁"}, "content": "▁▁"}, "replace")):
+        plain = normalizer.normalize(Piece(text, 0)).text
+        assert plain == normalizer.normalize(Piece(text, 0, list(range(len(text))))).text

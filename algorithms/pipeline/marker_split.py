@@ -31,8 +31,8 @@ def cuts_before_marker_runs(vocabulary, marker: str = SPACE_MARKER) -> bool:
     """Whether no token of ``vocabulary`` that BPE can output holds ``marker`` right after another
     character (so BPE never merges across a cut before a run of markers). Helper ids are left out:
     each lies inside one character."""
-    key = "_cuts_before_marker_runs"
-    found = vocabulary.__dict__.get(key)
+    known = vocabulary.__dict__.setdefault("_cuts_before_marker_runs", {})  # by marker
+    found = known.get(marker)
     if found is None:
         hidden = vocabulary.hidden
         encoded = marker.encode("utf-8")
@@ -45,7 +45,7 @@ def cuts_before_marker_runs(vocabulary, marker: str = SPACE_MARKER) -> bool:
             if any(a != marker and b == marker for a, b in zip(text, text[1:])):
                 found = False
                 break
-        vocabulary.__dict__[key] = found
+        known[marker] = found
     return found
 
 
