@@ -8,6 +8,7 @@ checked against the libraries by the golden tests) and the libraries' own (sente
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from pathlib import Path
 
@@ -51,6 +52,18 @@ def _pair(name: str) -> tuple[Tokenizer, Tokenizer]:
     return cache[name]
 
 
+@functools.lru_cache(maxsize=None)
+def _library(kind: str, path: str):
+    """The file's own library, made once: sentencepiece's processor or an HF ``tokenizers.Tokenizer``."""
+    if kind == "sentencepiece":
+        import sentencepiece
+
+        return sentencepiece.SentencePieceProcessor(model_file=path)
+    import tokenizers
+
+    return tokenizers.Tokenizer.from_file(path)
+
+
 @pytest.mark.parametrize("name", FILES, ids=lambda n: Path(n).name)
 def test_takes_the_fused_stage_with_the_reference_ids(name):
     fused, reference = _pair(name)
@@ -87,19 +100,18 @@ def test_drawn_text_gives_the_reference_ids(name, texts):
 @given(text=TEXTS)
 def test_drawn_text_gives_sentencepieces_ids(text):
     """mistral_v1 against sentencepiece itself (byte fallback, runs of spaces, ``▁`` in the text)."""
-    spm = pytest.importorskip("sentencepiece")
+    pytest.importorskip("sentencepiece")
     fused = _pair("mistral_v1")[0]
-    processor = _pair.__dict__.setdefault("spm", spm.SentencePieceProcessor(model_file=fused.vocabulary.source))
-    assert fused.encode_ordinary(text) == processor.encode(text)
+    assert fused.encode_ordinary(text) == _library("sentencepiece", fused.vocabulary.source).encode(text)
 
 
 @settings(max_examples=80, deadline=None)
 @given(text=TEXTS)
 @pytest.mark.parametrize("file", ["hf_llama2_bytefallback.json", "hf_metaspace_first.json", "hf_metaspace_unk.json"])
 def test_drawn_text_gives_hf_tokenizers_ids(file, text):
-    tokenizers = pytest.importorskip("tokenizers")
+    pytest.importorskip("tokenizers")
     path = str(PIPELINES / file)
-    theirs = _pair.__dict__.setdefault(file, tokenizers.Tokenizer.from_file(path))
+    theirs = _library("tokenizers", path)
     assert _pair(path)[0].encode(text, allowed_special="all") == theirs.encode(text, add_special_tokens=False).ids
 
 

@@ -247,8 +247,7 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
     path = f"plain (pattern {vocabulary.pattern}, fused when the encoder allows)" if plain else "component pipeline"
     if not plain and split_list(spec, all_bytes=bool((vocabulary.byte_token >= 0).all())) is not None:
         path += " (each stretch between added tokens split by its compiled Split steps and encoded fused)"
-    elif not plain and character_split(vocabulary) is not None:
-        cut = character_split(vocabulary)
+    elif not plain and (cut := character_split(vocabulary)) is not None:
         where = ("cut before each run of " + repr(cut[1]) if not cut[2] else "cut before each " + repr(cut[1])) \
             if cut[0] == "marker" else "whole"
         path += f" (each stretch between added tokens {where} and encoded fused)"
@@ -338,13 +337,11 @@ class HFPipeline:
         metaspace = self._metaspace
         if metaspace is not None:
             # HF's "first" scheme prefixes the stretch at offset 0: the first, when nothing is carved before it
-            marker, prefix_all = metaspace.replacement, metaspace.scheme == "always"
+            marker = metaspace.replacement
             for k, segment in enumerate(segments):
                 if not isinstance(segment, int):
                     segment = segment.replace(" ", marker)
-                    if metaspace.scheme != "never" and (prefix_all or k == 0) and not segment.startswith(marker):
-                        segment = marker + segment
-                    segments[k] = segment
+                    segments[k] = marker + segment if metaspace.prefixes(segment, k == 0) else segment
         return segments
 
     def piece_bytes(self, text: str) -> list[bytes]:

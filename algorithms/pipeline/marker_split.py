@@ -85,8 +85,6 @@ class MarkerSplitter:
     """Pieces cut before each run of ``marker`` (each ``marker`` with ``every``), for the fused
     pipeline (:meth:`piece_ends`) and as ``str`` pieces (:meth:`split`)."""
 
-    engine = "marker"
-
     def __init__(self, marker: str = SPACE_MARKER, every: bool = False) -> None:
         self.marker = marker
         self.every = bool(every)

@@ -225,12 +225,17 @@ class Metaspace(PreTokenizer):
         self.split = bool(spec.get("split", True))
         self.reads_offsets = scheme == "first"
 
+    def prefixes(self, text: str, at_start: bool) -> bool:
+        """Whether ``text`` (spaces replaced) gets the replacement in front: by the scheme, and for
+        ``first`` only the piece at the start of the original text."""
+        return bool(text) and not text.startswith(self.replacement) and (
+            self.scheme == "always" or (self.scheme == "first" and at_start))
+
     def split_one(self, piece: Piece) -> list[Piece]:
         rep = self.replacement
         text = piece.text.replace(" ", rep)
         piece = Piece(text, piece.start, piece.align, piece.token)
-        if text and not text.startswith(rep) and (
-                self.scheme == "always" or (self.scheme == "first" and piece.start == 0)):
+        if self.prefixes(text, piece.start == 0):
             piece = piece.with_text(rep + text, [0, *range(len(text))] if piece.align is not None else None)
         if not self.split:
             return [piece]
