@@ -10,6 +10,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tokenizers
 from hypothesis import given, settings
@@ -155,6 +156,38 @@ def test_long_ascii_pieces_split_as_hfs_pre_tokenizer(text, name):
 def test_a_lone_surrogate_is_split_by_the_reference():
     splitter = ListSplitter.of_splits(tuple(DEEPSEEK))
     assert splitter.split("ab\ud800 12345") == ["ab", "\ud800", " ", "123", "45"]
+
+
+@pytest.mark.parametrize("regexes, text, pieces", [
+    # the digit ends the stretch "a  ": its spaces are one piece (a plain alternation would see the
+    # digit as \S and leave the last space alone)
+    ((r"\p{N}", r"\s+(?!\S)|\s+|\S+"), "a  1 b", ["a", "  ", "1", " ", "b"]),
+    # a positive look-ahead fails at a stretch's end; what no branch takes is a piece
+    ((r"\p{N}", r"ab(?=\S)|a|b"), "ab1abc", ["a", "b", "1", "ab", "c"]),
+    # a later step's run stops where a class run is cut out, which keeps its threes
+    ((r"\p{N}{1,3}", r"\w+|\s"), "ab12345cd 7", ["ab", "123", "45", "cd", " ", "7"]),
+    # two class runs, the second without the first's characters: digits out of letters' runs
+    ((r"\d", r"[\w]+", r"\s+|."), "x1y z", ["x", "1", "y", " ", "z"]),
+    # text no step takes stays a piece of its own, up to the next class run
+    ((r"\p{N}", r"[a-z]+"), "ab--1--", ["ab", "--", "1", "--"]),
+])
+def test_leading_class_runs_merge_with_the_step_after_them(regexes, text, pieces):
+    """A list that starts with steps isolating one class each runs with the step after them as one
+    pass; the pieces are the steps' in turn (worked by hand, and the ``regex`` reference)."""
+    splitter = ListSplitter.of_splits(regexes)
+    assert len(splitter.run) == 1 and len(splitter.steps) == len(regexes)
+    assert splitter.split(text) == pieces
+    assert [text[a:b] for a, b in _isolated_spans(splitter.steps, text)] == pieces
+    data = text.encode()
+    assert splitter.piece_ends(np.frombuffer(data, dtype=np.uint8)).tolist() == \
+        np.cumsum([len(p.encode()) for p in pieces]).tolist()
+
+
+def test_steps_after_a_dollar_are_not_merged():
+    """``$`` holds where a stretch ends; merged, it would not: such a step keeps its own pass."""
+    splitter = ListSplitter.of_splits((r"\p{N}", r"\s+$|\s|[a-z]+"))
+    assert len(splitter.run) == 2
+    assert splitter.split("ab  1") == ["ab", "  ", "1"]
 
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}

@@ -95,8 +95,10 @@ def test_drawn_text_splits_as_the_emulation(splitters, name, text):
 
 
 def test_word_regexes_have_transducers():
-    steps = ListSplitter.of("deepseek3_llm").steps
-    assert [step.covering is not None for step in steps] == [False, False, True]  # digits, Han: sparse
+    splitter = ListSplitter.of("deepseek3_llm")
+    assert [step.covering is not None for step in splitter.run] == [True]  # digits, Han and words in one pass
+    falcon = ListSplitter.of("falcon")  # punctuation runs merged with GPT-2's regex, then digits: sparse
+    assert [step.covering is not None for step in falcon.run] == [True, False]
 
 
 def test_a_lone_surrogate_is_split_by_the_emulation(splitters):

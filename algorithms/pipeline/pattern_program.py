@@ -456,6 +456,68 @@ def compile_pattern(pattern: str, meaning: str = "regex") -> Program | None:
                    np.array(counts, dtype=np.int32), stage1, stage2, kinds, _byte_classes(stage1, stage2, kinds))
 
 
+def class_count(program: Program) -> int:
+    """How many classes ``program`` has (the class bits its items and kinds may use)."""
+    items = program.items
+    referenced = items[np.isin(items[:, 0], (CLASS, NOT_AHEAD, AHEAD, DOLLAR)), 1]
+    used = [int(np.bitwise_or.reduce(program.kind_classes.astype(np.int64))).bit_length()]
+    if referenced.size:
+        used.append(int(referenced.max()) + 1)
+    if program.alternatives[-1] > 0:
+        used.append(int(program.alternative_classes[:program.alternatives[-1]].max()) + 1)
+    return max(used)
+
+
+def code_point_classes(program: Program) -> np.ndarray:
+    """int64[0x110000]: the class bits of every code point under ``program``."""
+    points = np.arange(_N_CODEPOINTS)
+    kind = program.stage2[(program.stage1[points >> 8].astype(np.int64) << 8) | (points & 0xFF)]
+    return program.kind_classes[kind].astype(np.int64)
+
+
+def union_program(programs: list[Program], excluded: list[tuple[int, ...]]) -> Program | None:
+    """One program whose branches are those of ``programs``, in order, each program's classes bits of
+    their own; a code point that is in some class of a program listed in ``excluded[i]`` is in none
+    of program ``i``'s classes. None past :data:`MAX_CLASSES` classes or 65,536 kinds.
+
+    What it is for: HF ``Split`` steps run one after the other, each inside the text the ones before
+    it left (``llama_cpp_program``). A step that isolates runs of one class (``\\p{N}{1,3}``) leaves
+    stretches with no character of that class, so the steps after it, run in one pass over the
+    whole text with its branches first, must neither take such a character nor see it in a
+    look-ahead: to them it is where the stretch ends."""
+    words = [code_point_classes(program) for program in programs]
+    counts = [class_count(program) for program in programs]
+    if sum(counts) > MAX_CLASSES:
+        return None
+    flat = np.zeros(_N_CODEPOINTS, dtype=np.int64)
+    rows, branches, alternatives, alternative_classes, group_alternatives = [], [], [0], [], []
+    class_offset = 0
+    for program, own, count, outside in zip(programs, words, counts, excluded):
+        for h in outside:
+            own = np.where(words[h] != 0, 0, own)
+        flat |= own << class_offset
+        item_offset, alternative_offset = sum(len(r) for r in rows), len(alternatives) - 1
+        items = program.items.astype(np.int64).copy()
+        remapped = np.isin(items[:, 0], (CLASS, NOT_AHEAD, AHEAD)) | ((items[:, 0] == DOLLAR) & (items[:, 1] >= 0))
+        items[remapped, 1] += class_offset
+        items[items[:, 0] == GROUP, 5] += alternative_offset
+        rows.append(items)
+        branches.append(program.branches.astype(np.int64) + item_offset)
+        n_classes = int(program.alternatives[-1])
+        alternative_classes.extend((program.alternative_classes[:n_classes].astype(np.int64) + class_offset).tolist())
+        alternatives.extend((program.alternatives[1:].astype(np.int64) + alternatives[-1]).tolist())
+        group_alternatives.extend(program.group_alternatives.tolist())
+        class_offset += count
+    try:
+        stage1, stage2, kinds = two_stage(flat.astype(np.uint32))
+    except Unsupported:
+        return None
+    return Program(np.concatenate(branches).astype(np.int32), np.concatenate(rows).astype(np.int32),
+                   np.array(alternatives, dtype=np.int32), np.array(alternative_classes + [0], dtype=np.int32),
+                   np.array(group_alternatives, dtype=np.int32), stage1, stage2, kinds,
+                   _byte_classes(stage1, stage2, kinds))
+
+
 # ----------------------------------------------------------------------------- HF's Split, Isolated
 _GAPS = ("(?:", ")|(?:(?!(?:", "))(?s:.))+")
 
