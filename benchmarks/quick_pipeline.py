@@ -28,6 +28,8 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    DeepSeek-V4's ``tokenizer.json`` (its Split steps compiled inside the component pipeline).
    ``trained-pairs``: two ``tokenizer.json`` files trained alike by HF ``tokenizers``, one split by
    o200k's regex, one by a regex of its own, each on its corpus's text it was not trained on.
+   ``charsmaps``: a SentencePiece model trained with sentencepiece's default normalization
+   (``nmt_nfkc``) against sentencepiece, and an HF ``Precompiled`` file against HF ``tokenizers``.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
    Llama-3-shaped) against o200k, with and without cutting long pieces.
@@ -819,6 +821,54 @@ def table_trained_pairs(cpu: int | None, vocab_size: int = 50_000) -> None:
                   + f"   own / o200k's: {ratio:.2f}")
 
 
+def table_charsmaps(cpu: int | None, vocab_size: int = 16_000) -> None:
+    """Files whose normalizer is a precompiled charsmap: a SentencePiece BPE model trained here with
+    sentencepiece's defaults (``nmt_nfkc``) on the corpora's first documents, against sentencepiece,
+    and the committed ``hf_precompiled.json`` (HF's ``Precompiled``, the grapheme rule) against HF
+    ``tokenizers``; unseen, one CPU, taking turns per document, ids checked equal outside the clock."""
+    import sentencepiece
+    import tokenizers
+
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu(cpu)
+    measured_bytes = 200_000
+    streams = {}
+    for kind in protocol.KINDS:
+        whole = protocol.stream(kind, warm_bytes=0, measured_bytes=1 << 40)
+        total = sum(len(doc.encode("utf-8", "surrogatepass")) for doc in whole.measured)
+        streams[kind] = protocol.stream(kind, warm_bytes=total - measured_bytes, measured_bytes=measured_bytes)
+    training = [doc for text_stream in streams.values() for doc in text_stream.warm[:-20]]
+    for text_stream in streams.values():  # warmed on its last 20 documents before the measured ones
+        text_stream.warm = text_stream.warm[-20:]
+    fixture = Path(__file__).resolve().parent.parent / "tests" / "golden" / "pipelines" / "hf_precompiled.json"
+    print(f"\ncharsmaps: a SentencePiece BPE model ({vocab_size:,} pieces, nmt_nfkc, byte fallback) trained on"
+          f" {sum(len(d.encode()) for d in training) / 1e6:.1f} MB of the corpora's first documents, and"
+          f" {fixture.name}; unseen, one CPU, the corpora's last {measured_bytes // 1000} kB per kind: MB/s")
+    with tempfile.TemporaryDirectory() as scratch:
+        corpus = Path(scratch) / "train.txt"
+        corpus.write_text("\n".join(doc.replace("\r", " ") for doc in training), encoding="utf-8")
+        sentencepiece.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(Path(scratch) / "nfkc"),
+                                                 model_type="bpe", vocab_size=vocab_size, byte_fallback=True,
+                                                 max_sentence_length=1 << 20, minloglevel=2)
+        model = str(Path(scratch) / "nfkc.model")
+        processor = sentencepiece.SentencePieceProcessor(model_file=model)
+        hf = tokenizers.Tokenizer.from_file(str(fixture))
+        pairs = {"nmt_nfkc .model": (Tokenizer(model).encode_ordinary, processor.encode, "sentencepiece"),
+                 fixture.name: (Tokenizer(str(fixture)).encode_ordinary,
+                                lambda text: hf.encode(text, add_special_tokens=False).ids, "HF tokenizers")}
+        for kind, text_stream in streams.items():
+            cells = []
+            for name, (ours, theirs, library) in pairs.items():
+                seconds = protocol.time_unseen({"ours": ours, library: theirs}, text_stream)
+                for doc in text_stream.measured[:50]:  # the exactness gate, outside the clock
+                    if ours(doc) != theirs(doc):
+                        raise SystemExit(f"charsmaps: {name} differs from {library} on a {kind} document")
+                cells.append(f"{name}: ours {protocol.mb_per_s(text_stream.measured_bytes, seconds['ours']):.1f}"
+                             f" {library} {protocol.mb_per_s(text_stream.measured_bytes, seconds[library]):.1f}")
+            print(f"  {kind:13s} " + "   ".join(cells))
+
+
 def table_pattern_pairs(cpu: int | None) -> None:
     """The headline protocol for a pattern no built-in scanner knows: a fresh process per (pattern,
     engine) in which o200k and that file alone take turns document by document (1.1 MB per kind);
@@ -1247,7 +1297,8 @@ def table_short_batches(ours, encoding, fast, rounds: int) -> None:
 
 
 # ----------------------------------------------------------------------------- main
-TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "trained-pairs", "order", "serial",
+TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "trained-pairs", "charsmaps",
+          "order", "serial",
           "repeat", "worst", "batch", "load", "calls")
 
 
@@ -1319,6 +1370,8 @@ def main(argv: list[str] | None = None) -> None:
         table_pattern_pairs(args.cpu)
     if "trained-pairs" in only:
         table_trained_pairs(args.cpu)
+    if "charsmaps" in only:
+        table_charsmaps(args.cpu)
     if "order" in only:
         table_order()
     if "serial" in only:

@@ -20,13 +20,24 @@ Two ways of using it exist, and both libraries are reproduced:
   6 bytes and some key is a prefix of it, the whole cluster becomes the normalized
   string of the *shortest* such key; otherwise each character is looked up alone.
 
-Complexity: a lookup walks at most the key's length; normalizing is O(text * longest key).
-Exact (same trie walk as darts-clone).
+Most text holds no key: :meth:`CharsMap.screen` finds the characters at which one may start, so a
+normalizer copies the text between them whole and looks up only there. It is read off the trie,
+level by level over the characters that lead on from the root: a character is a stop when it is a
+key that begins longer keys, or the second character of a key whose first is a key of nothing
+alone (``e`` + U+0301: the key starts one character before that stop). A key of one character that
+begins no other becomes its string by ``str.translate`` (a line feed, a full-width letter).
+
+Complexity: a lookup walks at most the key's length; normalizing is O(text * longest key) at the
+stops, O(text) in ``re``'s scan elsewhere. Exact (same trie walk as darts-clone).
 """
 
 from __future__ import annotations
 
+import re
 import struct
+from typing import NamedTuple
+
+import numpy as np
 
 from bpebench.errors import VocabularyError
 
@@ -70,6 +81,13 @@ class CharsMap:
                 found.append((i + 1 - start, units[pos] & 0x7FFFFFFF))
         return found
 
+    def screen(self) -> "Screen | None":
+        """Where keys may start (see the module's docstring), or None when a key ends inside a
+        character (no screen: every position is looked up); made once."""
+        if not hasattr(self, "_screen"):
+            self._screen = _screen_of(self)
+        return self._screen
+
     def string(self, value: int) -> str:
         """The normalized string stored at ``value``."""
         text = self._strings.get(value)
@@ -95,3 +113,120 @@ class CharsMap:
         """HF's rule: the replacement of the shortest key that is a prefix of ``chunk``, or None."""
         found = self.prefixes(chunk.encode("utf-8"))
         return self.string(found[0][1]) if found else None
+
+
+class Screen(NamedTuple):
+    """Where a charsmap key may start, for a scan by ``re``, and the characters that need no scan."""
+
+    stops: re.Pattern  # finds each character at which, or one before which, a key may start
+    seconds: frozenset  # stops at which a key would start one character before (after an ASCII one)
+    table: dict  # for ``str.translate``: each character that is a key of its own and begins no other
+    keys: re.Pattern  # finds ``stops`` and the characters of ``table``: every character a key may touch
+    firsts: frozenset  # characters that begin keys of two characters or more but are none
+    lone: frozenset  # ``seconds`` that begin no key: a stop only right after one of ``firsts``
+
+    def next_stop(self, pattern: re.Pattern, text: str, i: int) -> int:
+        """Where in ``text``, from ``i`` on, the next character of ``pattern`` is (``stops`` or
+        ``keys``) at which a key may start, or before which one may (``len(text)`` if none)."""
+        lone, firsts = self.lone, self.firsts
+        at = i
+        while True:
+            m = pattern.search(text, at)
+            if m is None:
+                return len(text)
+            j = m.start()
+            # the second character of a key matters after the first only (at ``i``, no key started before it)
+            if text[j] not in lone or (j > i and text[j - 1] in firsts):
+                return j
+            at = j + 1
+
+
+def _offset(units: np.ndarray) -> np.ndarray:
+    return (units >> 10) << ((units & 0x200) >> 6)
+
+
+def _next_chars(units: np.ndarray, nodes: np.ndarray):
+    """Every character whose UTF-8 leads on from one of ``nodes``: (index of its node, code point,
+    the node after it, whether a key ends with it), or None when a key ends inside a character."""
+    owner = np.arange(len(nodes))
+    pos = nodes.astype(np.int64)
+    value = np.zeros(len(nodes), dtype=np.int64)
+    need = np.full(len(nodes), -1, dtype=np.int64)  # continuation bytes still to read (-1: the lead)
+    done = []
+    while len(pos):
+        row, label = np.nonzero(_children(units, pos))
+        label = label.astype(np.int64) + 1
+        at = pos[row] ^ label
+        unit = units[at]
+        owner, value, need = owner[row], value[row], need[row]
+        pos = at ^ _offset(unit)
+        leaf = ((unit >> 8) & 1) == 1
+        lead = need < 0
+        # a lead byte sets how many continuation bytes follow; no key starts with a continuation
+        # byte at a character of valid UTF-8, so such paths are dropped
+        count = np.select([label < 0x80, label >= 0xF8, label >= 0xF0, label >= 0xE0, label >= 0xC0], [0, -2, 3, 2, 1], -2)
+        bits = np.select([label < 0x80, label >= 0xF0, label >= 0xE0], [label, label & 7, label & 0xF], label & 0x1F)
+        keep = np.where(lead, count >= 0, (label & 0xC0) == 0x80)
+        value = np.where(lead, bits, (value << 6) | (label & 0x3F))
+        need = np.where(lead, count, need - 1)
+        if (keep & leaf & (need > 0)).any():
+            return None
+        complete = keep & (need == 0)
+        done.append((owner[complete], value[complete], pos[complete], leaf[complete]))
+        going = keep & (need > 0)
+        owner, value, need, pos = owner[going], value[going], need[going], pos[going]
+    return tuple(np.concatenate(parts) for parts in zip(*done)) if done else None
+
+
+def _children(units: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """bool[len(nodes), 255]: whether each byte 1..255 leads on from each node."""
+    labels = np.arange(1, 256, dtype=np.int64)
+    at = nodes[:, None] ^ labels[None, :]
+    inside = at < len(units)
+    return inside & ((units[np.where(inside, at, 0)] & 0x800000FF) == labels[None, :])
+
+
+def _class_of(points) -> str:
+    """A character class of ``re`` for the code points ``points``, as ranges. Every character past
+    U+FFFF is in it when one is: ``re`` tests a class of BMP characters with one table lookup,
+    and one with a range past it range by range (117 against 8 ns a character)."""
+    points = sorted(points)
+    if points and points[-1] > 0xFFFF:
+        points = [p for p in points if p <= 0xFFFF] + [0x10000, 0x10FFFF]
+    parts = []
+    k = 0
+    while k < len(points):
+        j = k
+        while j + 1 < len(points) and (points[j + 1] == points[j] + 1 or points[j] == 0x10000):
+            j += 1
+        first, last = re.escape(chr(points[k])), re.escape(chr(points[j]))
+        parts.append(first if j == k else f"{first}-{last}")
+        k = j + 1
+    return "[" + "".join(parts) + "]" if parts else "(?!)"
+
+
+def _screen_of(charsmap: CharsMap) -> Screen | None:
+    units = np.array(charsmap.units, dtype=np.int64)
+    # every character a key starts with (keys are whole characters), the node after it, whether it is a key
+    found = _next_chars(units, _offset(units[:1]))
+    if found is None:
+        return None
+    _, points, node, whole = found
+    longer = _children(units, node).any(axis=1)
+    # a character that only begins longer keys (a letter before a combining mark) is no stop: the
+    # character after it, the key's second, is, and the key starts one before it
+    firsts = ~whole
+    after = _next_chars(units, node[firsts]) if firsts.any() else (None, np.zeros(0, dtype=np.int64))
+    if after is None:
+        return None
+    seconds = set(after[1].tolist())
+    # a key of its own that begins no longer one: what it becomes depends on it alone
+    table = {}
+    for point, at in zip(points[whole & ~longer].tolist(), node[whole & ~longer].tolist()):
+        norm = charsmap.string(int(units[at]) & 0x7FFFFFFF)
+        if point not in seconds and "  " not in norm:
+            table[point] = norm
+    stops = set(points[~firsts].tolist()) - set(table) | seconds
+    return Screen(re.compile(_class_of(stops)), frozenset(map(chr, seconds)), table,
+                  re.compile(_class_of(stops | set(points[whole].tolist()))), frozenset(map(chr, points[firsts].tolist())),
+                  frozenset(map(chr, seconds - set(points.tolist()))))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import unicodedata
 from typing import Callable
 
@@ -281,6 +282,10 @@ class Precompiled(Normalizer):
     def normalize(self, piece: Piece) -> Piece:
         if self.charsmap is None:  # an empty charsmap: HF leaves the text alone
             return piece
+        text = piece.text
+        screen = self.charsmap.screen() if piece.align is None else None
+        if screen is not None and (text.isascii() or _SURROGATE.search(text) is None):
+            return piece.with_text(self._screened(text, screen), None)
         shortest = self.charsmap.shortest
         out: list[str] = []
         sources: list[int] = []
@@ -299,6 +304,49 @@ class Precompiled(Normalizer):
                 sources.extend([g0 + k] * len(part))
         return piece.with_text("".join(out), sources if piece.align is not None else None)
 
+    def _cluster(self, grapheme: str) -> str:
+        """HF's rule for one grapheme cluster (the loop of :meth:`normalize`, without offsets)."""
+        shortest = self.charsmap.shortest
+        if len(grapheme.encode("utf-8")) < 6:
+            norm = shortest(grapheme)
+            if norm is not None:
+                return norm
+        parts = []
+        for c in grapheme:
+            norm = shortest(c)
+            parts.append(c if norm is None else norm)
+        return "".join(parts)
+
+    def _screened(self, text: str, screen) -> str:
+        """:meth:`normalize` of a text that needs no offsets: a cluster changes only if it holds a
+        character that is a key or at which one may start (``CharsMap.screen``), so the text between
+        those is kept whole, and only the clusters that hold them are looked up. An ASCII control
+        character is a cluster of its own (but CR LF); for any other, the cluster it is in starts
+        after the last whole cluster before it."""
+        out: list[str] = []
+        i, n = 0, len(text)
+        keys = screen.keys
+        while i < n:
+            j = screen.next_stop(keys, text, i)
+            if j == n:
+                out.append(text[i:])
+                break
+            c = text[j]
+            if c < " " or c == "\x7f":
+                start = j - 1 if c == "\n" and j > i and text[j - 1] == "\r" else j
+            else:
+                start = _CLUSTERS_BEFORE_LAST.match(text, i, j).end()
+            out.append(text[i:start])
+            for cluster in _GRAPHEME.finditer(text, start):
+                out.append(self._cluster(cluster.group()))
+                if cluster.end() > j:
+                    i = cluster.end()
+                    break
+        return "".join(out)
+
+
+#: whole clusters while one more character follows: ends where the last cluster of the text starts
+_CLUSTERS_BEFORE_LAST = regex.compile(r"(?:\X(?=[\s\S]))*")
 
 _CHINESE = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
             (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
@@ -366,34 +414,69 @@ class SentencePieceNormalizer(Normalizer):
     def _chunks(self, text: str):
         """(original chunk, normalized chunk, offset) in order: SentencePiece's NormalizePrefix."""
         data = text.encode("utf-8", "surrogatepass") if self.charsmap is not None else b""
-        byte_pos = 0
-        i, n = 0, len(text)
+        i, byte_pos = 0, 0
+        while i < len(text):
+            chunk, i, byte_pos = self._chunk_at(text, data, i, byte_pos)
+            yield chunk
+
+    def _chunk_at(self, text: str, data: bytes, i: int, byte_pos: int):
+        """(the chunk at character ``i`` (byte ``byte_pos``), where the next starts, its byte)."""
+        m = self.user_defined.match(text, i) if self.user_defined is not None else None
+        if m is not None:
+            return (m.group(), m.group(), i), m.end(), byte_pos + len(m.group().encode("utf-8", "surrogatepass"))
+        if self.charsmap is not None:
+            hit = self.charsmap.longest(data, byte_pos)
+            if hit is not None:
+                length, norm = hit
+                # the key is whole characters of the text (keys are UTF-8 strings)
+                j = i
+                taken = 0
+                while taken < length and j < len(text):
+                    taken += len(text[j].encode("utf-8", "surrogatepass"))
+                    j += 1
+                return (text[i:j], norm, i), j, byte_pos + taken
+            byte_pos += len(text[i].encode("utf-8", "surrogatepass"))
+        c = text[i]
+        return (c, ("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c), i), i + 1, byte_pos
+
+    def _runs(self, text: str):
+        """:meth:`_chunks` with the text between the stops of the charsmap as one chunk each
+        (``CharsMap.screen``), for a text that needs no offsets. No key starts there but the keys of
+        one character that begin no other, so each character is a chunk of its own, itself or that
+        key's string; joined, with runs of spaces collapsed, they come out as the whitespace rule
+        makes them (no such string holds two spaces)."""
+        screen = self.charsmap.screen()
+        stops, seconds, table = screen.stops, screen.seconds, screen.table
         user = self.user_defined
+        data = text.encode("utf-8", "surrogatepass")
+        i, byte_pos, n = 0, 0, len(text)
+        next_user = -1  # where the next user-defined piece starts (n: none)
         while i < n:
-            m = user.match(text, i) if user is not None else None
-            if m is not None:
-                yield m.group(), m.group(), i
-                byte_pos += len(m.group().encode("utf-8", "surrogatepass"))
-                i = m.end()
-                continue
-            if self.charsmap is not None:
-                hit = self.charsmap.longest(data, byte_pos)
-                if hit is not None:
-                    length, norm = hit
-                    # the key is whole characters of the text (keys are UTF-8 strings)
-                    j = i
-                    taken = 0
-                    while taken < length and j < n:
-                        taken += len(text[j].encode("utf-8", "surrogatepass"))
-                        j += 1
-                    yield text[i:j], norm, i
-                    byte_pos += taken
-                    i = j
-                    continue
-                byte_pos += len(text[i].encode("utf-8", "surrogatepass"))
-            c = text[i]
-            yield c, ("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c), i
-            i += 1
+            j = screen.next_stop(stops, text, i)
+            if i < j < n and text[j] in seconds:
+                j -= 1  # a key of the character before and this one
+            if user is not None:
+                if next_user < i:
+                    found = user.search(text, i)
+                    next_user = n if found is None else found.start()
+                j = min(j, next_user)
+            if j > i:
+                run = text[i:j]
+                # the characters that are keys of their own and begin no other become their strings
+                norm = run.translate(table)
+                if run.isascii():
+                    byte_pos += j - i
+                else:
+                    byte_pos += len(run.encode("utf-8", "surrogatepass"))
+                    norm = _SURROGATE.sub("\ufffd", norm)  # after: U+FFFD may be a key, a surrogate is none
+                if self.collapse and "  " in norm:
+                    norm = _SPACE_RUN.sub(" ", norm)
+                yield run, norm, i
+                i = j
+                if i >= n:
+                    break
+            chunk, i, byte_pos = self._chunk_at(text, data, i, byte_pos)
+            yield chunk
 
     def _plain(self, text: str) -> str:
         """:meth:`normalize` of a text with no charsmap and no user-defined pieces, by ``str`` methods
@@ -419,7 +502,8 @@ class SentencePieceNormalizer(Normalizer):
         text = piece.text
         if piece.align is None and self.charsmap is None and self.user_defined is None:
             return Piece(self._plain(text), piece.start)
-        chunks = self._chunks(text)
+        runs = piece.align is None and self.charsmap is not None and self.charsmap.screen() is not None
+        chunks = self._runs(text) if runs else self._chunks(text)
         out: list[str] = []
         sources: list[int] = []
         pending = None
