@@ -30,6 +30,7 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    o200k's regex, one by a regex of its own, each on its corpus's text it was not trained on.
    ``charsmaps``: a SentencePiece model trained with sentencepiece's default normalization
    (``nmt_nfkc``) against sentencepiece, and an HF ``Precompiled`` file against HF ``tokenizers``.
+   ``hf-fixtures``: every committed HF ``tokenizer.json`` fixture against HF ``tokenizers``.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
    Llama-3-shaped) against o200k, with and without cutting long pieces.
@@ -869,6 +870,37 @@ def table_charsmaps(cpu: int | None, vocab_size: int = 16_000) -> None:
             print(f"  {kind:13s} " + "   ".join(cells))
 
 
+def table_hf_fixtures(cpu: int | None) -> None:
+    """Every committed HF ``tokenizer.json`` fixture (``tests/golden/pipelines``: one shape each of
+    normalizers, pre-tokenizers and models), ours against HF ``tokenizers`` on one thread; unseen,
+    one CPU, taking turns per document, ids checked equal outside the clock; the path each takes."""
+    import tokenizers
+
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu(cpu)
+    os.environ["RAYON_NUM_THREADS"] = "1"
+    fixtures = sorted((Path(__file__).resolve().parent.parent / "tests" / "golden" / "pipelines").glob("hf_*.json"))
+    streams = {kind: protocol.stream(kind, warm_bytes=40_000, measured_bytes=200_000) for kind in protocol.KINDS}
+    print("\nHF fixtures (tests/golden/pipelines), unseen, one CPU, 200 kB per kind: MB/s ours / HF tokenizers")
+    for fixture in fixtures:
+        ours = Tokenizer(str(fixture))
+        hf = tokenizers.Tokenizer.from_file(str(fixture))
+        theirs = lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids  # noqa: E731
+        cells = []
+        for kind, text_stream in streams.items():
+            seconds = protocol.time_unseen({"ours": ours.encode_ordinary, "HF": theirs}, text_stream)
+            for doc in text_stream.measured[:10]:  # the exactness gate, outside the clock
+                if ours.encode_ordinary(doc) != theirs(doc):
+                    raise SystemExit(f"HF fixtures: {fixture.name} differs from HF tokenizers on a {kind} document")
+            cells.append(f"{protocol.mb_per_s(text_stream.measured_bytes, seconds['ours']):5.1f} /"
+                         f" {protocol.mb_per_s(text_stream.measured_bytes, seconds['HF']):4.1f}")
+        hf_path = ours._hf
+        path = ("plain, fused" if hf_path is None else "fused" if hf_path.fused is not None
+                else "piece stage" if getattr(hf_path, "piece_stage", None) is not None else "per piece")
+        print(f"  {fixture.name:30s} " + "   ".join(cells) + f"   ({path})")
+
+
 def table_pattern_pairs(cpu: int | None) -> None:
     """The headline protocol for a pattern no built-in scanner knows: a fresh process per (pattern,
     engine) in which o200k and that file alone take turns document by document (1.1 MB per kind);
@@ -1298,7 +1330,7 @@ def table_short_batches(ours, encoding, fast, rounds: int) -> None:
 
 # ----------------------------------------------------------------------------- main
 TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "trained-pairs", "charsmaps",
-          "order", "serial",
+          "hf-fixtures", "order", "serial",
           "repeat", "worst", "batch", "load", "calls")
 
 
@@ -1372,6 +1404,8 @@ def main(argv: list[str] | None = None) -> None:
         table_trained_pairs(args.cpu)
     if "charsmaps" in only:
         table_charsmaps(args.cpu)
+    if "hf-fixtures" in only:
+        table_hf_fixtures(args.cpu)
     if "order" in only:
         table_order()
     if "serial" in only:

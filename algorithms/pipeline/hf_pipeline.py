@@ -251,6 +251,12 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
         where = ("cut before each run of " + repr(cut[1]) if not cut[2] else "cut before each " + repr(cut[1])) \
             if cut[0] == "marker" else "whole"
         path += f" (each stretch between added tokens {where} and encoded fused)"
+    elif not plain and vocabulary.llama_cpp is None and not (model.get("continuing_subword_prefix")
+                                                             or model.get("end_of_word_suffix")):
+        from .fast_pipeline import unsupported_reason
+
+        if unsupported_reason(vocabulary, split=("whole",)) is None:
+            path += " (its pre-tokenizer's pieces of a text encoded by the compiled BPE stage in one call)"
     return {
         "normalizer": describe_spec(spec.get("normalizer")),
         "pre_tokenizer": describe_spec(spec.get("pre_tokenizer")),
@@ -265,9 +271,12 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
 class HFPipeline:
     """Encode and decode with a vocabulary's ``pipeline`` spec and an encoder for the BPE step."""
 
-    def __init__(self, vocabulary: Vocabulary, encoder, fused=None) -> None:
+    def __init__(self, vocabulary: Vocabulary, encoder, fused=None, piece_stage=None) -> None:
         """``fused``: a ``FusedPipeline`` that splits as the pre-tokenizer and encodes as the model
-        (:func:`split_list`): each stretch between added tokens, once normalized, goes to it whole."""
+        (:func:`split_list`): each stretch between added tokens, once normalized, goes to it whole.
+        ``piece_stage``: without one, a ``FusedPipeline`` that encodes given pieces as the model
+        (``("whole",)``): the pre-tokenizer's pieces of a text go to it in one call, instead of
+        one encoder call each."""
         spec = vocabulary.pipeline
         if spec is None:
             raise ValueError("vocabulary has no pipeline")
@@ -281,6 +290,7 @@ class HFPipeline:
         self.model = BPEModel(vocabulary, spec.get("model") or {}, encoder)
         self.track_offsets = bool(self.pre_tokenizer is not None and self.pre_tokenizer.reads_offsets)
         self.fused = fused
+        self.piece_stage = piece_stage if fused is None else None
         #: a ``Metaspace`` pre-tokenizer's spaces and prefix, written into each stretch for the fused
         #: stage (which then cuts before the markers)
         self._metaspace = None if fused is None or spec.get("pre_tokenizer") is None \
@@ -310,12 +320,44 @@ class HFPipeline:
                 else:
                     out.extend(encode(segment.encode("utf-8")))
             return out
+        if self.piece_stage is not None:
+            return self._encode_pieces(self.pieces(text, carve_special))
         tokenize = self.model.tokenize
         for piece in self.pieces(text, carve_special):
             if piece.token is not None:
                 out.append(piece.token)
             else:
                 out.extend(tokenize(piece.text))
+        return out
+
+    def _encode_pieces(self, pieces) -> list[int]:
+        """The ids of pre-tokenized ``pieces``: each run of them between carved tokens encoded by the
+        piece stage in one call (BPE runs piece by piece, so the run's bytes and where its pieces end
+        are all it needs). A model that fuses runs of unknown characters (``fuse_unk``) has its pieces
+        encoded as texts of a batch instead, so that no run is fused across two pieces, as HF's
+        model never does (a Python loop over them: slower)."""
+        import numpy as np
+
+        out: list[int] = []
+        to_bytes = self.model._to_bytes
+        stage = self.piece_stage
+        as_texts = stage.unknown is not None and stage.unknown.fuse
+        run: list[bytes] = []
+        for piece in (*pieces, None):
+            if piece is not None and piece.token is None:
+                run.append(to_bytes(piece.text))
+                continue
+            if run:
+                bounds = np.zeros(len(run) + 1, dtype=np.int64)
+                np.cumsum(np.fromiter(map(len, run), dtype=np.int64, count=len(run)), out=bounds[1:])
+                data = b"".join(run)
+                if as_texts:
+                    out.extend(stage.encode_joined_batch(data, bounds)[0].tolist())
+                else:
+                    out.extend(stage.encode_part_list((np.frombuffer(data, dtype=np.uint8), bounds[1:])))
+                run = []
+            if piece is not None:
+                out.append(piece.token)
         return out
 
     def encode_array(self, text: str, carve_special: Callable[[AddedToken], bool]):

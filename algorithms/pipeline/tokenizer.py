@@ -261,7 +261,9 @@ class Tokenizer:
             default = "naive" if symbol_level else default_encoder_name(vocabulary)
             self.encoder = make_encoder(algorithm or default, vocabulary)
         self._default_algorithm = algorithm is None
-        self._hf = HFPipeline(vocabulary, self.encoder, self._component_fused(vocabulary, pretokenizer, piece_cache))
+        fused = self._component_fused(vocabulary, pretokenizer, piece_cache)
+        piece_stage = None if fused is not None else self._component_piece_stage(vocabulary, pretokenizer, piece_cache)
+        self._hf = HFPipeline(vocabulary, self.encoder, fused, piece_stage)
         self._init_llama_cpp(vocabulary)  # a GGUF SentencePiece file: llama.cpp carves, the pipeline encodes
         self.pretokenizer = _ComponentPieces(self._hf)
         self._fused = None
@@ -299,6 +301,20 @@ class Tokenizer:
         from .fast_pipeline import fused_pipeline
 
         return fused_pipeline(vocabulary, _piece_cache_slots(piece_cache), split=split)
+
+    def _component_piece_stage(self, vocabulary: Vocabulary, pretokenizer, piece_cache):
+        """For a component pipeline with no fused split: a fused pipeline that encodes the pieces its
+        pre-tokenizer makes, all of a text's in one call (``("whole",)``), when the default encoder
+        and pre-tokenizer are asked for and the model merges bytes (no continuing-subword prefix or
+        end-of-word suffix); else None."""
+        from .fast_pipeline import fused_pipeline, unsupported_reason
+
+        model = (vocabulary.pipeline or {}).get("model") or {}
+        if (pretokenizer is not None or vocabulary.llama_cpp is not None or not self._encoder_is_fusable()
+                or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix")
+                or unsupported_reason(vocabulary, split=("whole",)) is not None):
+            return None
+        return fused_pipeline(vocabulary, _piece_cache_slots(piece_cache), split=("whole",))
 
     @property
     def components(self) -> dict[str, str]:

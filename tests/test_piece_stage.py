@@ -1,0 +1,55 @@
+"""A component pipeline whose pre-tokenizer has no fused split (Split steps of every behaviour,
+Punctuation, CharDelimiterSplit, WhitespaceSplit, ByteLevel with a prefix space, ...) sends the
+pieces of a text to the compiled BPE stage in one call (``HFPipeline.piece_stage``) rather than to
+the encoder piece by piece. Its ids are HF ``tokenizers``' own and the per-piece path's, on drawn
+text with unknown characters next to each other across pieces (which must not fuse)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+
+PIPELINES = Path(__file__).parent / "golden" / "pipelines"
+#: the committed fixtures whose pipelines take the piece stage
+FILES = ["hf_bytelevel_prefix_nfd.json", "hf_punct_chardelim.json", "hf_split_behaviors.json",
+         "hf_strip_split_first.json"]
+ALPHABET = [" ", "  ", "\n", "\r\n", "\r", "\t", "a", "the", "Windows", "é", "e\u0301", "1", "2024", "-", ".", ",",
+            "!?", "'", "京", "😀", "\u00a0", "x-y", "<unk>"]
+TEXTS = st.lists(st.sampled_from(ALPHABET), max_size=30).map("".join)
+
+
+@functools.lru_cache(maxsize=None)
+def _three(file: str):
+    """(ours through the piece stage, ours piece by piece, HF tokenizers) for one fixture."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = str(PIPELINES / file)
+    return Tokenizer(path), Tokenizer(path, pretokenizer="regex"), tokenizers.Tokenizer.from_file(path)
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_the_fixture_takes_the_piece_stage(file):
+    staged, per_piece, _ = _three(file)
+    assert staged._hf.piece_stage is not None and staged._hf.fused is None
+    assert per_piece._hf.piece_stage is None
+
+
+@settings(max_examples=120, deadline=None)
+@given(text=TEXTS)
+@pytest.mark.parametrize("file", FILES)
+def test_drawn_text_gives_hfs_and_the_per_piece_ids(file, text):
+    staged, per_piece, hf = _three(file)
+    ids = staged.encode_ordinary(text)
+    assert ids == per_piece.encode_ordinary(text)
+    assert staged.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+
+
+def test_symbol_level_models_keep_their_own_merges():
+    """A continuing-subword prefix or an end-of-word suffix: tokens are not their parts' bytes."""
+    for file in ("hf_bert_prefix.json", "hf_whitespace_suffix.json"):
+        assert Tokenizer(str(PIPELINES / file))._hf.piece_stage is None
