@@ -88,6 +88,17 @@ def stream(kind: str, *, warm_bytes: int = WARM_BYTES, measured_bytes: int = MEA
     return Stream(kind, name, warm, measured)
 
 
+def last_of_each_kind(measured_bytes: int) -> dict[str, Stream]:
+    """For training on the corpora: each kind's last ``measured_bytes`` of documents measured, every
+    document before them its warm-up (the caller may train on those and warm on a few)."""
+    streams = {}
+    for kind in KINDS:
+        whole = stream(kind, warm_bytes=0, measured_bytes=1 << 40)
+        total = sum(len(doc.encode("utf-8", "surrogatepass")) for doc in whole.measured)
+        streams[kind] = stream(kind, warm_bytes=total - measured_bytes, measured_bytes=measured_bytes)
+    return streams
+
+
 def balanced_orders(n: int) -> list[list[int]]:
     """Orders of ``n`` items (a Williams design) in which each item stands in each position equally
     often and follows every other item equally often: ``n`` orders for an even ``n``, ``2 n`` (the

@@ -788,11 +788,7 @@ def table_trained_pairs(cpu: int | None, vocab_size: int = 50_000) -> None:
 
     protocol.pin_to_one_cpu(cpu)
     measured_bytes = 400_000
-    streams = {}
-    for kind in protocol.KINDS:
-        whole = protocol.stream(kind, warm_bytes=0, measured_bytes=1 << 40)
-        total = sum(len(doc.encode("utf-8", "surrogatepass")) for doc in whole.measured)
-        streams[kind] = protocol.stream(kind, warm_bytes=total - measured_bytes, measured_bytes=measured_bytes)
+    streams = protocol.last_of_each_kind(measured_bytes)
     training = [doc for text_stream in streams.values() for doc in text_stream.warm]
     splits = {"o200k's regex": resolve_pattern("o200k"), "own regex": CUSTOM_PATTERN}
     print(f"\ntrained pairs: tokenizer.json files trained alike ({vocab_size:,} tokens, on"
@@ -834,11 +830,7 @@ def table_charsmaps(cpu: int | None, vocab_size: int = 16_000) -> None:
 
     protocol.pin_to_one_cpu(cpu)
     measured_bytes = 200_000
-    streams = {}
-    for kind in protocol.KINDS:
-        whole = protocol.stream(kind, warm_bytes=0, measured_bytes=1 << 40)
-        total = sum(len(doc.encode("utf-8", "surrogatepass")) for doc in whole.measured)
-        streams[kind] = protocol.stream(kind, warm_bytes=total - measured_bytes, measured_bytes=measured_bytes)
+    streams = protocol.last_of_each_kind(measured_bytes)
     training = [doc for text_stream in streams.values() for doc in text_stream.warm[:-20]]
     for text_stream in streams.values():  # warmed on its last 20 documents before the measured ones
         text_stream.warm = text_stream.warm[-20:]

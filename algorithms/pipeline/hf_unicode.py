@@ -105,15 +105,9 @@ def stripped_accents() -> "re.Pattern":
     category = unicodedata.category
     marks = (c for c in map(chr, range(0x110000)) if category(c)[0] == "M" and c not in table["keep"])
     removed = (chr(cp) for a, b in zip(table["remove"].starts, table["remove"].ends) for cp in range(a, b + 1))
-    points = sorted({ord(c) for c in (*marks, *removed)} - set(range(0xD800, 0xE000)))
-    ranges, k = [], 0
-    while k < len(points):
-        j = k
-        while j + 1 < len(points) and points[j + 1] == points[j] + 1:
-            j += 1
-        ranges.append(re.escape(chr(points[k])) + ("" if j == k else "-" + re.escape(chr(points[j]))))
-        k = j + 1
-    return re.compile("[" + "".join(ranges) + "]" if ranges else "(?!)")
+    from .text_pieces import character_class
+
+    return re.compile(character_class({ord(c) for c in (*marks, *removed)} - set(range(0xD800, 0xE000))))
 
 
 def bert_removes(c: str) -> bool:

@@ -351,6 +351,22 @@ def _find_matches(compiled: regex.Pattern, text: str, timeout: float | None) -> 
     return spans
 
 
+def character_class(points) -> str:
+    """A character class of ``re`` holding exactly the code points ``points``, as ranges ("(?!)"
+    for none)."""
+    points = sorted(points)
+    parts = []
+    k = 0
+    while k < len(points):
+        j = k
+        while j + 1 < len(points) and points[j + 1] == points[j] + 1:
+            j += 1
+        first, last = re.escape(chr(points[k])), re.escape(chr(points[j]))
+        parts.append(first if j == k else f"{first}-{last}")
+        k = j + 1
+    return "[" + "".join(parts) + "]" if parts else "(?!)"
+
+
 def char_matches(text: str, chars) -> list[tuple[int, int, bool]]:
     """:func:`find_matches` for a character predicate (HF's ``Pattern`` for ``char`` and ``Fn(char)``)."""
     if not text:
