@@ -292,7 +292,9 @@ def pipeline_texts(*, max_size: int = 60, extra: Sequence[str] = ()) -> st.Searc
     words = st.lists(st.sampled_from(_WORDS + list(extra)), max_size=12).map("".join)
     runs = st.tuples(st.sampled_from(["a", "Z", "7", " ", "!", "é", "\n", "中", "*"]), st.integers(1, 80)).map(
         lambda p: p[0] * p[1])
-    unicode = st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)  # no lone surrogates
+    # no lone surrogates; no code point unassigned in Python's Unicode data: the libraries read
+    # those with Unicode versions of their own (the README's known limit, measured in docs/parity.md)
+    unicode = st.text(st.characters(exclude_categories=["Cs", "Cn"]), max_size=max_size)
     mixed = st.lists(st.one_of(words, runs, unicode), max_size=4).map(lambda parts: "".join(parts)[: 4 * max_size])
     return st.one_of(unicode, words, runs, mixed)
 

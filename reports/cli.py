@@ -93,7 +93,7 @@ def _measure(args, out: Path) -> int:
     from .plan import PRESETS
     from .store import ResultStore
     from .subjects import select_encoders
-    from .sweep import run_sweep, stage_names
+    from .sweep import interrupts_recorded, run_sweep, stage_names
     from .tasks import RunContext
 
     plan = PRESETS[args.preset or "quick"]
@@ -138,7 +138,10 @@ def _measure(args, out: Path) -> int:
               " (Ctrl-C keeps them, --resume continues)", file=sys.stderr, flush=True)
     started = time.perf_counter()
     try:
-        run_sweep(ctx, stages=stages, resume=args.resume)
+        with interrupts_recorded() as interrupted:
+            run_sweep(ctx, stages=stages, resume=args.resume)
+            if interrupted():  # swallowed in the last task: the run is still an interrupted one
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         kept = sum(len(store.rows(t)) for t in ("timings.csv", "agreement.csv", "conformance.csv"))
         print(f"\ninterrupted: {kept} results kept in {out}/ (continue: bpebench report --resume --out {out}; "

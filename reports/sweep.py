@@ -13,9 +13,12 @@ vocabulary and timed (it appears in the load table).
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from typing import Iterable
 
 from . import stages_checks, stages_incremental, stages_timing, stages_trie  # noqa: F401  (they register their stages)
@@ -70,6 +73,8 @@ def run_tasks(ctx: RunContext, stage_name: str, tasks: Iterable[Task]) -> int:
     with Progress(stage_name, len(tasks), quiet=ctx.quiet) as bar:
         bar.step("resumed" if len(todo) < len(tasks) else "", advance=len(tasks) - len(todo))
         for task in todo:
+            if _INTERRUPTED.is_set():  # a Ctrl-C that something swallowed stops the run here
+                raise KeyboardInterrupt
             bar.step(task.label, advance=0)
             subject = task.key.get("subject")
             if subject in ctx.failed:
@@ -112,6 +117,33 @@ def _log_error(ctx: RunContext, stage_name: str, task: Task, text: str) -> None:
     if ctx.store.directory.exists():
         with (ctx.store.directory / "errors.log").open("a", encoding="utf-8") as log:
             log.write(f"--- {stage_name} {task.key}\n{text}\n")
+
+
+#: set by :func:`interrupts_recorded`'s handler: Ctrl-C was pressed during the run
+_INTERRUPTED = threading.Event()
+
+
+@contextmanager
+def interrupts_recorded():
+    """Ctrl-C raises KeyboardInterrupt as usual and is also remembered, so that one swallowed where
+    it landed (a destructor's "Exception ignored", numba's and llvmlite's among them) still stops the
+    run at the next task; yields a function that says whether one came. Only in the main thread
+    (elsewhere nothing is installed)."""
+    _INTERRUPTED.clear()
+
+    def record(signum, frame):
+        _INTERRUPTED.set()
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, record)
+    except ValueError:  # not the main thread: signals are the main thread's
+        previous = None
+    try:
+        yield _INTERRUPTED.is_set
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def run_sweep(ctx: RunContext, *, stages: list[str] | None = None, resume: bool = False) -> dict:

@@ -18,6 +18,10 @@ normalizer on each stretch between them (then the ``normalized: true`` tokens ca
 -> pre-tokenizer -> the BPE model on each piece. :func:`plain_form` says when the
 pipeline is exactly what the Tokenizer's fast path does (a tiktoken-style pattern, NFC
 or nothing, special tokens as plain literals), so such files keep the fused pipeline.
+Otherwise each normalized stretch goes to a fused stage that splits as the pre-tokenizer
+(:func:`split_list`, :func:`character_split`), or, when none does, the pre-tokenizer's pieces of
+a text go to the compiled BPE stage in one call (``piece_stage``); a model that merges symbols
+with a prefix or suffix merges in Python (``bpe_model``).
 
 Complexity: linear in the text plus the encoder's cost. Exact.
 """
