@@ -21,7 +21,9 @@ Two ways through, with the same ids:
   token, no byte fallback) does not end a run: HF removes it and its neighbours merge;
 * with a prefix or suffix, a token is no longer the concatenation of its parts'
   bytes (HF merges ``a`` + ``##b`` into ``ab``), so the characters' symbols are merged
-  here, in Python, over the vocabulary's id-pair merge table.
+  here, in Python, over the vocabulary's id-pair merge table. (The Tokenizer sends a
+  byte-level model with a suffix to the compiled stage instead, the suffix as a byte:
+  ``formats.word_suffix``.)
 
 Complexity: the first way is the encoder's; the second O(n^2) per piece (pieces are
 words). Exact (ids equal HF's, the loader refuses what it cannot reproduce).

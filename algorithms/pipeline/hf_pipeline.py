@@ -20,8 +20,9 @@ pipeline is exactly what the Tokenizer's fast path does (a tiktoken-style patter
 or nothing, special tokens as plain literals), so such files keep the fused pipeline.
 Otherwise each normalized stretch goes to a fused stage that splits as the pre-tokenizer
 (:func:`split_list`, :func:`character_split`), or, when none does, the pre-tokenizer's pieces of
-a text go to the compiled BPE stage in one call (``piece_stage``); a model that merges symbols
-with a prefix or suffix merges in Python (``bpe_model``).
+a text go to the compiled BPE stage in one call (``piece_stage``; a byte-level model's end-of-word
+suffix as a byte, ``formats.word_suffix``); a model that merges symbols with a continuing-subword
+prefix, or a character-level one with a suffix, merges in Python (``bpe_model``).
 
 Complexity: linear in the text plus the encoder's cost. Exact.
 """
@@ -255,12 +256,14 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
         where = ("cut before each run of " + repr(cut[1]) if not cut[2] else "cut before each " + repr(cut[1])) \
             if cut[0] == "marker" else "whole"
         path += f" (each stretch between added tokens {where} and encoded fused)"
-    elif not plain and vocabulary.llama_cpp is None and not (model.get("continuing_subword_prefix")
-                                                             or model.get("end_of_word_suffix")):
+    elif not plain and vocabulary.llama_cpp is None and not model.get("continuing_subword_prefix"):
+        from ..formats.word_suffix import word_end_vocabulary
         from .fast_pipeline import unsupported_reason
 
-        if unsupported_reason(vocabulary, split=("whole",)) is None:
-            path += " (its pre-tokenizer's pieces of a text encoded by the compiled BPE stage in one call)"
+        staged = word_end_vocabulary(vocabulary) if model.get("end_of_word_suffix") else vocabulary
+        if staged is not None and unsupported_reason(staged, split=("whole",)) is None:
+            path += " (its pre-tokenizer's pieces of a text encoded by the compiled BPE stage in one call"
+            path += ", the end-of-word suffix as the byte 0xFF)" if staged is not vocabulary else ")"
     return {
         "normalizer": describe_spec(spec.get("normalizer")),
         "pre_tokenizer": describe_spec(spec.get("pre_tokenizer")),
@@ -295,6 +298,9 @@ class HFPipeline:
         self.track_offsets = bool(self.pre_tokenizer is not None and self.pre_tokenizer.reads_offsets)
         self.fused = fused
         self.piece_stage = piece_stage if fused is None else None
+        #: after each piece's bytes for the piece stage: the end-of-word suffix as its byte
+        #: (``formats.word_suffix``), when the model has one
+        self._piece_end = b"\xff" if (spec.get("model") or {}).get("end_of_word_suffix") else b""
         #: a ``Metaspace`` pre-tokenizer's spaces and prefix, written into each stretch for the fused
         #: stage (which then cuts before the markers)
         self._metaspace = None if fused is None or spec.get("pre_tokenizer") is None \
@@ -344,6 +350,9 @@ class HFPipeline:
 
         out: list[int] = []
         to_bytes = self.model._to_bytes
+        if self._piece_end:
+            end = self._piece_end
+            to_bytes = lambda text: self.model._to_bytes(text) + end  # noqa: E731
         stage = self.piece_stage
         as_texts = stage.unknown is not None and stage.unknown.fuse
         run: list[bytes] = []

@@ -310,9 +310,20 @@ class Tokenizer:
         from .fast_pipeline import fused_pipeline, unsupported_reason
 
         model = (vocabulary.pipeline or {}).get("model") or {}
-        if (pretokenizer is not None or vocabulary.llama_cpp is not None or not self._encoder_is_fusable()
-                or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix")
-                or unsupported_reason(vocabulary, split=("whole",)) is not None):
+        if pretokenizer is not None or vocabulary.llama_cpp is not None or model.get("continuing_subword_prefix"):
+            return None
+        if model.get("end_of_word_suffix"):
+            # the suffix as a byte text never holds, after each piece (``formats.word_suffix``)
+            from ..formats.word_suffix import word_end_vocabulary
+
+            if not (self._default_algorithm and self.encoder.vocabulary is vocabulary):
+                return None
+            vocabulary = word_end_vocabulary(vocabulary)
+            if vocabulary is None:
+                return None
+        elif not self._encoder_is_fusable():
+            return None
+        if unsupported_reason(vocabulary, split=("whole",)) is not None:
             return None
         return fused_pipeline(vocabulary, _piece_cache_slots(piece_cache), split=("whole",))
 
