@@ -301,6 +301,17 @@ class HFPipeline:
         #: after each piece's bytes for the piece stage: the end-of-word suffix as its byte
         #: (``formats.word_suffix``), when the model has one
         self._piece_end = b"\xff" if (spec.get("model") or {}).get("end_of_word_suffix") else b""
+        #: the pre-tokenizer's steps when the last is ``ByteLevel`` (and none before it) over a
+        #: byte-level model: the piece stage takes the UTF-8 of that step's pieces, which is what the
+        #: byte-level characters would spell (no mapping there and back)
+        self._text_steps = None
+        if self.piece_stage is not None and self.model.token_text == "byte_level":
+            from .pretokenizers import ByteLevel, SequencePreTokenizer
+
+            steps = self.pre_tokenizer.parts if isinstance(self.pre_tokenizer, SequencePreTokenizer) \
+                else [self.pre_tokenizer]
+            if steps and isinstance(steps[-1], ByteLevel) and not any(isinstance(p, ByteLevel) for p in steps[:-1]):
+                self._text_steps = steps
         #: a ``Metaspace`` pre-tokenizer's spaces and prefix, written into each stretch for the fused
         #: stage (which then cuts before the markers)
         self._metaspace = None if fused is None or spec.get("pre_tokenizer") is None \
@@ -330,6 +341,12 @@ class HFPipeline:
                 else:
                     out.extend(encode(segment.encode("utf-8")))
             return out
+        if self._text_steps is not None:
+            pieces = self.added.extract_and_normalize(text, carve_special=carve_special,
+                                                      track_offsets=self.track_offsets)
+            for step in self._text_steps[:-1]:
+                pieces = step.pre_tokenize(pieces)
+            return self._encode_pieces(self._text_steps[-1].pre_tokenize_text(pieces), utf8=True)
         if self.piece_stage is not None:
             return self._encode_pieces(self.pieces(text, carve_special))
         tokenize = self.model.tokenize
@@ -340,19 +357,20 @@ class HFPipeline:
                 out.extend(tokenize(piece.text))
         return out
 
-    def _encode_pieces(self, pieces) -> list[int]:
+    def _encode_pieces(self, pieces, utf8: bool = False) -> list[int]:
         """The ids of pre-tokenized ``pieces``: each run of them between carved tokens encoded by the
         piece stage in one call (BPE runs piece by piece, so the run's bytes and where its pieces end
         are all it needs). A model that fuses runs of unknown characters (``fuse_unk``) has its pieces
         encoded as texts of a batch instead, so that no run is fused across two pieces, as HF's
-        model never does (a Python loop over them: slower)."""
+        model never does (a Python loop over them: slower). ``utf8``: the pieces are in the text's
+        own characters (``_text_steps``), not in the model's."""
         import numpy as np
 
         out: list[int] = []
-        to_bytes = self.model._to_bytes
+        to_bytes = (lambda text: text.encode("utf-8", "surrogatepass")) if utf8 else self.model._to_bytes  # noqa: E731
         if self._piece_end:
-            end = self._piece_end
-            to_bytes = lambda text: self.model._to_bytes(text) + end  # noqa: E731
+            end, raw = self._piece_end, to_bytes
+            to_bytes = lambda text: raw(text) + end  # noqa: E731
         stage = self.piece_stage
         as_texts = stage.unknown is not None and stage.unknown.fuse
         run: list[bytes] = []

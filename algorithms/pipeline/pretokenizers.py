@@ -177,13 +177,26 @@ class ByteLevel(PreTokenizer):
         return piece.with_text(mapped, sources)
 
     def split_one(self, piece: Piece) -> list[Piece]:
+        return [self.to_byte_chars(p) for p in self.split_text(piece)]
+
+    def split_text(self, piece: Piece) -> list[Piece]:
+        """:meth:`split_one` without the byte-level characters: the pieces in the text's own
+        characters (their UTF-8 is what the byte-level model's tokens spell)."""
         if self.add_prefix_space and piece.text and not piece.text.startswith(" "):
             piece = piece.with_text(" " + piece.text, [0, *range(len(piece.text))] if piece.align else None)
         if self.regex is not None:
-            parts = split_piece(piece, find_matches(self.regex, piece.text), "Isolated")
-        else:
-            parts = [piece]
-        return [self.to_byte_chars(p) for p in parts]
+            return split_piece(piece, find_matches(self.regex, piece.text), "Isolated")
+        return [piece]
+
+    def pre_tokenize_text(self, pieces: list[Piece]) -> list[Piece]:
+        """:meth:`pre_tokenize` by :meth:`split_text`."""
+        out: list[Piece] = []
+        for piece in pieces:
+            if piece.token is not None:
+                out.append(piece)
+            else:
+                out.extend(p for p in self.split_text(piece) if p.text)
+        return out
 
 
 class Digits(PreTokenizer):
