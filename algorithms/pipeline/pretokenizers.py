@@ -86,6 +86,18 @@ def split_piece(piece: Piece, spans, behavior: str, invert: bool = False) -> lis
     return [piece.slice(a, b) for a, b in apply_behavior(spans, behavior) if b > a]
 
 
+def split_each(pieces: list[Piece], split) -> list[Piece]:
+    """``split(piece)`` of every piece that is not an added token, empty results dropped (HF's
+    ``PreTokenizedString::split``)."""
+    out: list[Piece] = []
+    for piece in pieces:
+        if piece.token is not None:
+            out.append(piece)
+        else:
+            out.extend(p for p in split(piece) if p.text)
+    return out
+
+
 class PreTokenizer:
     """Base: ``split_one(piece) -> pieces``; ``pre_tokenize`` maps it over non-token pieces."""
 
@@ -97,13 +109,7 @@ class PreTokenizer:
         raise NotImplementedError
 
     def pre_tokenize(self, pieces: list[Piece]) -> list[Piece]:
-        out: list[Piece] = []
-        for piece in pieces:
-            if piece.token is not None:
-                out.append(piece)
-            else:
-                out.extend(p for p in self.split_one(piece) if p.text)
-        return out
+        return split_each(pieces, self.split_one)
 
     def pre_tokenize_str(self, text: str) -> list[str]:
         """The pieces of ``text`` (HF's ``pre_tokenize_str`` without the offsets)."""
@@ -190,13 +196,7 @@ class ByteLevel(PreTokenizer):
 
     def pre_tokenize_text(self, pieces: list[Piece]) -> list[Piece]:
         """:meth:`pre_tokenize` by :meth:`split_text`."""
-        out: list[Piece] = []
-        for piece in pieces:
-            if piece.token is not None:
-                out.append(piece)
-            else:
-                out.extend(p for p in self.split_text(piece) if p.text)
-        return out
+        return split_each(pieces, self.split_text)
 
 
 class Digits(PreTokenizer):
