@@ -19,8 +19,6 @@ Complexity: linear in the vocabulary. Exact (tested against HF ``tokenizers``).
 
 from __future__ import annotations
 
-import numpy as np
-
 from .byte_alphabet import token_text_to_bytes
 from .char_units import base_priorities, set_merge_priorities
 from .vocabulary import Vocabulary
@@ -76,7 +74,7 @@ def word_end_vocabulary(vocabulary: Vocabulary) -> Vocabulary | None:
     priority = base_priorities(tokens, excluded)
     set_merge_priorities(priority, table)
     derived = Vocabulary(name=f"{vocabulary.name} (word ends as byte 0xFF)", tokens=tokens,
-                         priority=np.asarray(priority), rule="merges", merges=table,
+                         priority=priority, rule="merges", merges=table,
                          special_tokens=dict(vocabulary.special_tokens), pattern=None, normalizer="pipeline",
                          excluded=frozenset(excluded), source=vocabulary.source)
     derived.pipeline = vocabulary.pipeline

@@ -92,7 +92,7 @@ class LiteralSearch:
             if not lengths or lengths[-1] != len(text):
                 lengths.append(len(text))
         self.starts = None  # patterns that find where a literal may start
-        self.firsts = None  # the first character of each of ``starts``, when each has one
+        self._searches = []  # ``search(text, start=0)`` of each of ``starts``
         if ordered and len(self.lengths_after) <= _SCREENED_STARTS:
             by_first: dict[str, list[str]] = {}
             for prefix in sorted(self.lengths_after, key=len, reverse=True):
@@ -100,9 +100,12 @@ class LiteralSearch:
             if len(by_first) <= _SCREENED_FIRSTS:
                 self.starts = [re.compile(re.escape(first) + "(?:" + "|".join(rests) + ")")
                                for first, rests in by_first.items()]
-                self.firsts = list(by_first)
+                # str.find skips to a first character at memchr's speed (``re`` takes 0.2-0.5 ns a
+                # character even for a literal prefix); ``re`` goes on from there
+                self._searches = [_from_first(pattern.search, first) for pattern, first in zip(self.starts, by_first)]
             else:
                 self.starts = [re.compile("|".join(map(re.escape, sorted(self.lengths_after, key=len, reverse=True))))]
+                self._searches = [self.starts[0].search]
 
     def matches(self, text: str):
         """(start, stop, literal) of each leftmost-longest match in ``text``, in order, none overlapping."""
@@ -113,11 +116,7 @@ class LiteralSearch:
                 yield m.start(), m.end(), m.group()
             return
         literals, lengths_after = self.literals, self.lengths_after
-        searches = [pattern.search for pattern in self.starts]
-        if self.firsts is not None:
-            # str.find skips to a first character at memchr's speed (``re`` takes 0.2-0.5 ns a
-            # character even for a literal prefix); ``re`` goes on from there
-            searches = [_from_first(search, first) for search, first in zip(searches, self.firsts)]
+        searches = self._searches
         found = [search(text) for search in searches]  # each screen pattern's next match
         at = min((f.start() for f in found if f is not None), default=-1)
         while at >= 0:

@@ -157,12 +157,13 @@ def _offset(units: np.ndarray) -> np.ndarray:
 
 def _next_chars(units: np.ndarray, nodes: np.ndarray):
     """Every character whose UTF-8 leads on from one of ``nodes``: (index of its node, code point,
-    the node after it, whether a key ends with it), or None when a key ends inside a character."""
+    the node after it, whether a key ends with it; empty arrays for none), or None when a key ends
+    inside a character."""
     owner = np.arange(len(nodes))
     pos = nodes.astype(np.int64)
     value = np.zeros(len(nodes), dtype=np.int64)
     need = np.full(len(nodes), -1, dtype=np.int64)  # continuation bytes still to read (-1: the lead)
-    done = []
+    done = [(owner[:0], value[:0], pos[:0], np.zeros(0, dtype=bool))]
     while len(pos):
         row, label = np.nonzero(_children(units, pos))
         label = label.astype(np.int64) + 1
@@ -185,7 +186,7 @@ def _next_chars(units: np.ndarray, nodes: np.ndarray):
         done.append((owner[complete], value[complete], pos[complete], leaf[complete]))
         going = keep & (need > 0)
         owner, value, need, pos = owner[going], value[going], need[going], pos[going]
-    return tuple(np.concatenate(parts) for parts in zip(*done)) if done else None
+    return tuple(np.concatenate(parts) for parts in zip(*done))
 
 
 def _children(units: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -220,7 +221,7 @@ def _screen_of(charsmap: CharsMap) -> Screen | None:
     # a character that only begins longer keys (a letter before a combining mark) is no stop: the
     # character after it, the key's second, is, and the key starts one before it
     firsts = ~whole
-    after = _next_chars(units, node[firsts]) if firsts.any() else (None, np.zeros(0, dtype=np.int64))
+    after = _next_chars(units, node[firsts])
     if after is None:
         return None
     seconds = set(after[1].tolist())
