@@ -912,7 +912,8 @@ def table_hf_fixtures(cpu: int | None) -> None:
                          f" {protocol.mb_per_s(text_stream.measured_bytes, seconds['HF']):4.1f}")
         hf_path = ours._hf
         path = ("plain, fused" if hf_path is None else "fused" if hf_path.fused is not None
-                else "piece stage" if getattr(hf_path, "piece_stage", None) is not None else "per piece")
+                else "per piece" if getattr(hf_path, "piece_stage", None) is None
+                else "class split, piece stage" if hf_path._class_split else "piece stage")
         print(f"  {fixture.name:30s} " + "   ".join(cells) + f"   ({path})")
 
 

@@ -1,8 +1,10 @@
 """A component pipeline whose pre-tokenizer has no fused split (Split steps of every behaviour,
-Punctuation, CharDelimiterSplit, WhitespaceSplit, ByteLevel with a prefix space, ...) sends the
+Punctuation, CharDelimiterSplit, WhitespaceSplit, Metaspace after a Split, ...) sends the
 pieces of a text to the compiled BPE stage in one call (``HFPipeline.piece_stage``) rather than to
-the encoder piece by piece. Its ids are HF ``tokenizers``' own and the per-piece path's, on drawn
-text with unknown characters next to each other across pieces (which must not fuse)."""
+the encoder piece by piece; when every step is a class step its pieces are split in numpy
+(``class_split``). Its ids are HF ``tokenizers``' own and the per-piece path's, on drawn
+text with unknown characters next to each other across pieces (which must not fuse). A lone
+``ByteLevel`` with a prefix space takes the fused stage, the space put before each stretch."""
 
 from __future__ import annotations
 
@@ -16,9 +18,8 @@ from hypothesis import strategies as st
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 PIPELINES = Path(__file__).parent / "golden" / "pipelines"
-#: the committed fixtures whose pipelines take the piece stage
-FILES = ["hf_bytelevel_prefix_nfd.json", "hf_punct_chardelim.json", "hf_split_behaviors.json",
-         "hf_strip_split_first.json"]
+#: the committed fixtures whose pipelines take the piece stage, with whether they take the class split
+FILES = {"hf_punct_chardelim.json": True, "hf_split_behaviors.json": True, "hf_strip_split_first.json": False}
 ALPHABET = [" ", "  ", "\n", "\r\n", "\r", "\t", "a", "the", "Windows", "é", "e\u0301", "1", "2024", "-", ".", ",",
             "!?", "'", "京", "😀", "\u00a0", "x-y", "<unk>"]
 TEXTS = st.lists(st.sampled_from(ALPHABET), max_size=30).map("".join)
@@ -37,11 +38,20 @@ def test_the_fixture_takes_the_piece_stage(file):
     staged, per_piece, _ = _three(file)
     assert staged._hf.piece_stage is not None and staged._hf.fused is None
     assert per_piece._hf.piece_stage is None
+    staged.encode_ordinary("a b")
+    assert bool(staged._hf._class_split) == FILES[file]
+
+
+def test_a_lone_byte_level_step_with_a_prefix_space_is_fused():
+    staged, per_piece, _ = _three("hf_bytelevel_prefix_nfd.json")
+    assert staged._hf.fused is not None and staged._hf._prefix_space
+    assert per_piece._hf.fused is None
+    assert "a space put before each" in staged.components["path"]
 
 
 @settings(max_examples=120, deadline=None)
 @given(text=TEXTS)
-@pytest.mark.parametrize("file", FILES)
+@pytest.mark.parametrize("file", [*FILES, "hf_bytelevel_prefix_nfd.json"])
 def test_drawn_text_gives_hfs_and_the_per_piece_ids(file, text):
     staged, per_piece, hf = _three(file)
     ids = staged.encode_ordinary(text)

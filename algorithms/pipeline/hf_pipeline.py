@@ -97,7 +97,8 @@ def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] 
     ``Isolated`` behaviour run one after the other, ahead of byte-level BPE: ``Split`` leaves (a
     ``String`` pattern is its escaped text; ``Digits``, and ``Punctuation`` that isolates or joins
     runs, as a class of exactly the characters their tests take, ``hf_unicode.char_class``), then
-    ``ByteLevel`` (no prefix space; its own regex last when ``use_regex``). The model is plain
+    ``ByteLevel`` (its own regex last when ``use_regex``; a prefix space only when it is alone,
+    :func:`prefix_space`). The model is plain
     byte-level BPE over a vocabulary that has a token for every byte, and no normalizer maps the
     text to byte-level characters. None for any other pipeline. Added tokens and normalizers are no part of it: the component pipeline carves
     and normalizes, then each stretch between added tokens is split by these regexes and encoded
@@ -118,8 +119,8 @@ def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] 
     parts = _leaves(spec.get("pre_tokenizer"), "pretokenizers")
     if parts and parts[-1].get("type") == "ByteLevel":
         byte_level = parts.pop()
-        if byte_level.get("add_prefix_space", True):
-            return None
+        if byte_level.get("add_prefix_space", True) and (parts or not byte_level.get("use_regex", True)):
+            return None  # alone, its space goes before each stretch (``prefix_space``); after splits, before each piece
         if byte_level.get("use_regex", True):
             parts.append({"type": "Split", "pattern": {"Regex": BYTE_LEVEL_REGEX}})
     else:
@@ -143,6 +144,13 @@ def split_list(spec: dict | None, *, all_bytes: bool = True) -> tuple[str, ...] 
         else:
             return None
     return tuple(regexes) or None
+
+
+def prefix_space(spec: dict | None) -> bool:
+    """Whether the pre-tokenizer is one ``ByteLevel`` with ``add_prefix_space``: a space before each
+    stretch between added tokens that does not start with one (the pieces it sees are the stretches)."""
+    parts = _leaves((spec or {}).get("pre_tokenizer"), "pretokenizers")
+    return len(parts) == 1 and parts[0].get("type") == "ByteLevel" and bool(parts[0].get("add_prefix_space", True))
 
 
 def character_split(vocabulary) -> tuple | None:
@@ -251,7 +259,8 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
     plain = vocabulary.normalizer != "pipeline"
     path = f"plain (pattern {vocabulary.pattern}, fused when the encoder allows)" if plain else "component pipeline"
     if not plain and split_list(spec, all_bytes=bool((vocabulary.byte_token >= 0).all())) is not None:
-        path += " (each stretch between added tokens split by its compiled Split steps and encoded fused)"
+        path += " (each stretch between added tokens split by its compiled Split steps and encoded fused"
+        path += ", a space put before each that does not start with one)" if prefix_space(spec) else ")"
     elif not plain and (cut := character_split(vocabulary)) is not None:
         where = ("cut before each run of " + repr(cut[1]) if not cut[2] else "cut before each " + repr(cut[1])) \
             if cut[0] == "marker" else "whole"
@@ -262,7 +271,12 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
 
         staged = word_end_vocabulary(vocabulary) if model.get("end_of_word_suffix") else vocabulary
         if staged is not None and unsupported_reason(staged, split=("whole",)) is None:
-            path += " (its pre-tokenizer's pieces of a text encoded by the compiled BPE stage in one call"
+            from .class_split import class_split
+
+            steps = class_split(build_pre_tokenizer(spec.get("pre_tokenizer"), "pre_tokenizer"),
+                                byte_level_model=model.get("token_text", "byte_level") == "byte_level")
+            path += " (its pre-tokenizer's pieces of a text" + (", split over each stretch at once," if steps else "")
+            path += " encoded by the compiled BPE stage in one call"
             path += ", the end-of-word suffix as the byte 0xFF)" if staged is not vocabulary else ")"
     return {
         "normalizer": describe_spec(spec.get("normalizer")),
@@ -312,6 +326,12 @@ class HFPipeline:
                 else [self.pre_tokenizer]
             if steps and isinstance(steps[-1], ByteLevel) and not any(isinstance(p, ByteLevel) for p in steps[:-1]):
                 self._text_steps = steps
+        #: the pre-tokenizer split in numpy when every step is a class step (``class_split``), made at
+        #: the first encode (None: not yet asked; False: it has some other step)
+        self._class_split = None if self.piece_stage is not None and not self.track_offsets else False
+        #: a lone ``ByteLevel`` with ``add_prefix_space``: its space written before each stretch for the
+        #: fused stage
+        self._prefix_space = fused is not None and prefix_space(spec)
         #: a ``Metaspace`` pre-tokenizer's spaces and prefix, written into each stretch for the fused
         #: stage (which then cuts before the markers)
         self._metaspace = None if fused is None or spec.get("pre_tokenizer") is None \
@@ -341,6 +361,10 @@ class HFPipeline:
                 else:
                     out.extend(encode(segment.encode("utf-8")))
             return out
+        if self._class_split is not False:
+            ids = self._encode_class_split(text, carve_special)
+            if ids is not None:
+                return ids
         if self._text_steps is not None:
             pieces = self.added.extract_and_normalize(text, carve_special=carve_special,
                                                       track_offsets=self.track_offsets)
@@ -357,13 +381,61 @@ class HFPipeline:
                 out.extend(tokenize(piece.text))
         return out
 
+    def _encode_class_split(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[int] | None:
+        """The ids of ``text`` with the pre-tokenizer's class steps split in numpy (``class_split``): each
+        run of stretches between carved tokens one call of the piece stage. None when the pre-tokenizer
+        has another step, or the text a lone surrogate (the Python pre-tokenizers then split it)."""
+        import numpy as np
+
+        split = self._class_split
+        if split is None:
+            from .class_split import class_split
+
+            split = self._class_split = class_split(
+                self.pre_tokenizer, byte_level_model=self.model.token_text == "byte_level",
+                piece_end=self._piece_end) or False
+            if split is False:
+                return None
+        out: list[int] = []
+        datas: list[np.ndarray] = []
+        ends: list[np.ndarray] = []
+        size = 0
+        for piece in (*self.added.extract_and_normalize(text, carve_special=carve_special), None):
+            if piece is not None and piece.token is None:
+                made = split.pieces(piece.text)
+                if made is None:
+                    return None
+                if len(made[1]):
+                    datas.append(made[0])
+                    ends.append(made[1] + size)
+                    size += len(made[0])
+                continue
+            if datas:
+                out.extend(self._encode_run(datas[0] if len(datas) == 1 else np.concatenate(datas),
+                                            ends[0] if len(ends) == 1 else np.concatenate(ends)))
+                datas, ends, size = [], [], 0
+            if piece is not None:
+                out.append(piece.token)
+        return out
+
+    def _encode_run(self, data, ends) -> list[int]:
+        """The ids of pieces whose bytes are ``data`` (uint8) and which end at ``ends`` (int64), by the
+        piece stage in one call; a model that fuses runs of unknown characters (``fuse_unk``) gets them
+        as texts of a batch, so that no run is fused across two pieces, as HF's model never does."""
+        import numpy as np
+
+        stage = self.piece_stage
+        if stage.unknown is not None and stage.unknown.fuse:
+            bounds = np.zeros(len(ends) + 1, dtype=np.int64)
+            bounds[1:] = ends
+            return stage.encode_joined_batch(data.tobytes(), bounds)[0].tolist()
+        return stage.encode_part_list((data, ends))
+
     def _encode_pieces(self, pieces, utf8: bool = False) -> list[int]:
         """The ids of pre-tokenized ``pieces``: each run of them between carved tokens encoded by the
         piece stage in one call (BPE runs piece by piece, so the run's bytes and where its pieces end
-        are all it needs). A model that fuses runs of unknown characters (``fuse_unk``) has its pieces
-        encoded as texts of a batch instead, so that no run is fused across two pieces, as HF's
-        model never does (a Python loop over them: slower). ``utf8``: the pieces are in the text's
-        own characters (``_text_steps``), not in the model's."""
+        are all it needs; :meth:`_encode_run`). ``utf8``: the pieces are in the text's own characters
+        (``_text_steps``), not in the model's."""
         import numpy as np
 
         out: list[int] = []
@@ -371,21 +443,14 @@ class HFPipeline:
         if self._piece_end:
             end, raw = self._piece_end, to_bytes
             to_bytes = lambda text: raw(text) + end  # noqa: E731
-        stage = self.piece_stage
-        as_texts = stage.unknown is not None and stage.unknown.fuse
         run: list[bytes] = []
         for piece in (*pieces, None):
             if piece is not None and piece.token is None:
                 run.append(to_bytes(piece.text))
                 continue
             if run:
-                bounds = np.zeros(len(run) + 1, dtype=np.int64)
-                np.cumsum(np.fromiter(map(len, run), dtype=np.int64, count=len(run)), out=bounds[1:])
-                data = b"".join(run)
-                if as_texts:
-                    out.extend(stage.encode_joined_batch(data, bounds)[0].tolist())
-                else:
-                    out.extend(stage.encode_part_list((np.frombuffer(data, dtype=np.uint8), bounds[1:])))
+                ends = np.cumsum(np.fromiter(map(len, run), dtype=np.int64, count=len(run)))
+                out.extend(self._encode_run(np.frombuffer(b"".join(run), dtype=np.uint8), ends))
                 run = []
             if piece is not None:
                 out.append(piece.token)
@@ -407,6 +472,8 @@ class HFPipeline:
         segments = [piece.token if piece.token is not None else piece.text
                     for piece in self.added.extract_and_normalize(text, carve_special=carve_special)
                     if piece.token is not None or piece.text]
+        if self._prefix_space:
+            segments = [s if isinstance(s, int) or s.startswith(" ") else " " + s for s in segments]
         metaspace = self._metaspace
         if metaspace is not None:
             # HF's "first" scheme prefixes the stretch at offset 0: the first, when nothing is carved before it

@@ -221,8 +221,12 @@ class Punctuation(PreTokenizer):
 
 class Whitespace(PreTokenizer):
     def __init__(self, spec: dict, where: str) -> None:
+        import regex
+
         self.spec = spec
-        self.regex = compile_pattern(WHITESPACE_REGEX)
+        # HF compiles this one with the ``regex`` crate, whose ``\w`` is the ``regex`` module's (not
+        # Oniguruma's, which ``compile_pattern`` rewrites it as)
+        self.regex = regex.compile(WHITESPACE_REGEX)
 
     def split_one(self, piece: Piece) -> list[Piece]:
         return split_piece(piece, find_matches(self.regex, piece.text), "Removed", invert=True)

@@ -235,6 +235,12 @@ class Piece:
         return Piece(text, self.start, [old[k] if old else self.start for k in sources])
 
 
+#: Oniguruma's ``\\w`` inside a character class, and on its own (see :func:`onig_regex`)
+ONIG_WORD_IN_CLASS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
+ONIG_WORD = "[" + ONIG_WORD_IN_CLASS + r"\xb2\xb3\xb9\xbc-\xbe]"
+ONIG_NOT_WORD = "[^" + ONIG_WORD_IN_CLASS + r"\xb2\xb3\xb9\xbc-\xbe]"
+
+
 def onig_regex(pattern: str) -> str:
     """An Oniguruma pattern rewritten for the ``regex`` module where the two read it differently.
 
@@ -243,8 +249,14 @@ def onig_regex(pattern: str) -> str:
 
     >>> onig_regex("[ab]{2}+|(xy){1,2}+|z{3}")
     '(?:[ab]{2})+|(?:(xy){1,2})+|z{3}'
+
+    Oniguruma's ``\\w`` is not ``regex``'s (which is Alphabetic, marks, decimal digits, connector
+    punctuation and the two joiners U+200C/U+200D): on its own it also takes ``²³¹¼½¾`` and not the
+    joiners; inside a class it takes neither (probed on every code point through HF ``tokenizers``'
+    ``Split``, ``tests/test_class_split.py``). Both are written out as classes; ``\\W`` on its own as
+    the complement (inside a class it is left as ``regex`` reads it).
     """
-    if not re.search(r"\}\+", pattern):
+    if not re.search(r"\}\+|\\[wW]", pattern):
         return pattern
     tokens: list[str] = []
     atom_start = -1  # index in tokens where the last complete atom starts
@@ -257,7 +269,8 @@ def onig_regex(pattern: str) -> str:
             if pattern[i + 1 : i + 2] in ("p", "P", "x", "u") and pattern[i + 2 : i + 3] == "{":
                 end = pattern.find("}", i) + 1 or n
             atom_start = len(tokens)
-            tokens.append(pattern[i:end])
+            escape = pattern[i:end]
+            tokens.append(ONIG_WORD if escape == "\\w" else ONIG_NOT_WORD if escape == "\\W" else escape)
             i = end
         elif ch == "[":
             j = i + 1
@@ -271,7 +284,7 @@ def onig_regex(pattern: str) -> str:
                 depth += {"[": 1, "]": -1}.get(pattern[j], 0)
                 j += 1
             atom_start = len(tokens)
-            tokens.append(pattern[i:j])
+            tokens.append(re.sub(r"\\(.)", lambda m: ONIG_WORD_IN_CLASS if m.group(1) == "w" else m.group(), pattern[i:j]))
             i = j
         elif ch == "(":
             groups.append(len(tokens))

@@ -1,0 +1,178 @@
+"""Pre-tokenizers of character-class steps split over a whole stretch in numpy
+(``pipeline.class_split``): the pieces are those of the Python pre-tokenizers
+(``pipeline.pretokenizers``) and of HF ``tokenizers``' own components, for every step type,
+behaviour and ``invert``, on drawn sequences of steps and drawn text; a Tokenizer on an HF-trained
+file of the HF tutorial's shape (Whitespace, character-level BPE with an unknown token) gives HF's ids."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpebench.algorithms.pipeline.class_split import class_split
+from bpebench.algorithms.pipeline.pretokenizers import build_pre_tokenizer
+from bpebench.algorithms.pipeline.text_pieces import Piece
+from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+from bpebench.corpora.hard_strings import HARD_STRINGS
+
+BEHAVIORS = ["Isolated", "Removed", "Contiguous", "MergedWithPrevious", "MergedWithNext"]
+PATTERNS = [r"\s+", r"\s", r"\p{N}", "[,.!?]", "'", r"\p{L}+|[^\p{L}\s]+", "-", r"[a-z]+|\d", r"\p{L}+?|\p{P}+",
+            r"\w+", r"[^\w\s]"]
+STEPS = ([{"type": "Whitespace"}, {"type": "WhitespaceSplit"}, {"type": "BertPreTokenizer"},
+          {"type": "Digits", "individual_digits": True}, {"type": "Digits", "individual_digits": False},
+          {"type": "CharDelimiterSplit", "delimiter": "-"}, {"type": "CharDelimiterSplit", "delimiter": "é"}]
+         + [{"type": "Punctuation", "behavior": b} for b in BEHAVIORS]
+         + [{"type": "Split", "pattern": {"Regex": p}, "behavior": b, "invert": i}
+            for p in PATTERNS for b in BEHAVIORS for i in (False, True)]
+         + [{"type": "Split", "pattern": {"String": s}, "behavior": b, "invert": False} for s in ("-", "\n")
+            for b in BEHAVIORS])
+ALPHABET = ["a", "b", "the", "Word", " ", "  ", "\n", "\t", "\r\n", "\u00a0", "\u3000", "\u2028", "-", "1", "42", "٣",
+            "½", ",", ".", "!?", "'", "«", "—", "é", "e\u0301", "京都", "ไทย", "😀", "_", "$", "+", "x-y"]
+TEXTS = st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join)
+
+
+def _spec(steps: list[dict]) -> dict:
+    return steps[0] if len(steps) == 1 else {"type": "Sequence", "pretokenizers": steps}
+
+
+def _split(data, ends) -> list[bytes]:
+    return [bytes(data[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: json.dumps(s, ensure_ascii=True)[:70])
+def test_each_step_alone_gives_the_python_pieces(step):
+    pre = build_pre_tokenizer(step)
+    split = class_split(pre, byte_level_model=False)
+    assert split is not None
+    for text in [*HARD_STRINGS[:200], *ALPHABET, "".join(ALPHABET), "a--b,,c  1 2\n\n-"]:
+        data, ends = split.pieces(text)
+        assert _split(data, ends) == [p.text.encode() for p in pre.pre_tokenize([Piece(text)])], text
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(st.sampled_from(STEPS), min_size=1, max_size=4), text=TEXTS)
+def test_drawn_sequences_give_the_python_and_hfs_pieces(steps, text):
+    tokenizers = pytest.importorskip("tokenizers")
+    spec = _spec(steps)
+    pre = build_pre_tokenizer(spec)
+    data, ends = class_split(pre, byte_level_model=False).pieces(text)
+    got = _split(data, ends)
+    assert got == [p.text.encode() for p in pre.pre_tokenize([Piece(text)])]
+    theirs = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        "pre_tokenizer": spec}))
+    assert got == [piece.encode() for piece, _ in theirs.pre_tokenizer.pre_tokenize_str(text)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.lists(st.sampled_from(STEPS), max_size=3), text=TEXTS, prefix=st.booleans(),
+       end=st.sampled_from([b"", b"\xff"]))
+def test_a_last_byte_level_step_gives_utf8_pieces_with_their_space_and_end(steps, text, prefix, end):
+    """Over a byte-level model the pieces are the UTF-8 of the text's own characters, a space before
+    each that does not start with one (``add_prefix_space``), the end-of-word byte after each."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": prefix, "use_regex": False}
+    pre = build_pre_tokenizer(_spec([*steps, byte_level]))
+    split = class_split(pre, byte_level_model=True, piece_end=end)
+    if not steps:
+        assert split is None  # nothing to split: the piece is the stretch
+        return
+    steps_only = build_pre_tokenizer(_spec(steps))
+    last = build_pre_tokenizer(byte_level)
+    want = [p.text.encode() + end for p in last.pre_tokenize_text(steps_only.pre_tokenize([Piece(text)]))]
+    assert _split(*split.pieces(text)) == want
+
+
+@pytest.mark.parametrize("spec", [
+    {"type": "Split", "pattern": {"Regex": r"\w+|\d+"}, "behavior": "Isolated"},  # overlapping branches
+    # Oniguruma's \w alone takes "²", inside a class not: both branches take it
+    {"type": "Split", "pattern": {"Regex": r"\w+|[^\w\s]+"}, "behavior": "Isolated"},
+    {"type": "Split", "pattern": {"Regex": r"\s{2,}"}, "behavior": "Removed"},
+    {"type": "Split", "pattern": {"String": "ab"}, "behavior": "Isolated"},  # two characters in a row
+    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+    {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "ByteLevel", "use_regex": True}]},
+])
+def test_other_steps_are_left_to_python(spec):
+    assert class_split(build_pre_tokenizer(spec), byte_level_model=False) is None
+    assert class_split(build_pre_tokenizer(spec), byte_level_model=True) is None
+
+
+def test_a_char_level_model_takes_no_byte_level_step_and_a_surrogate_goes_to_python():
+    byte_level = build_pre_tokenizer({"type": "Sequence", "pretokenizers": [
+        {"type": "Whitespace"}, {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]})
+    assert class_split(byte_level, byte_level_model=False) is None
+    assert class_split(build_pre_tokenizer({"type": "Whitespace"}), byte_level_model=True) is None  # no mapping
+    assert class_split(build_pre_tokenizer({"type": "Whitespace"}), byte_level_model=False).pieces("a\ud800b") is None
+
+
+# ----------------------------------------------------------------------------- a whole file
+WORDS = ["the", "model", "tokens", "naïve", "café", "привет", "東京", "return", "2024", "!!", "?", ",", "don't",
+         "e-mail", "😀", "(", ")", "--", "x"]
+
+
+@pytest.fixture(scope="module")
+def tutorial(tmp_path_factory):
+    """HF's quick-tour shape, trained by HF here: Whitespace, character-level BPE with ``[UNK]``."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers
+
+    rng = random.Random(5)
+    corpus = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 30))) for _ in range(400)]
+    hf = tokenizers.Tokenizer(models.BPE(unk_token="[UNK]"))
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    hf.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, show_progress=False,
+                                                       special_tokens=["[UNK]", "[CLS]", "[SEP]"]))
+    path = tmp_path_factory.mktemp("tutorial") / "tokenizer.json"
+    hf.save(str(path))
+    return Tokenizer(str(path)), Tokenizer(str(path), pretokenizer="regex"), hf
+
+
+def test_the_tutorial_file_takes_the_class_split(tutorial):
+    ours, per_piece, _ = tutorial
+    assert ours._hf.piece_stage is not None
+    ours.encode_ordinary("the model")
+    assert ours._hf._class_split  # made at the first encode
+    assert per_piece._hf.piece_stage is None
+    assert "split over each stretch at once" in ours.components["path"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(WORDS + [" ", "  ", "\n", "\t", "[CLS]", "ß", "\u00a0", "a-b"]),
+                     max_size=30).map("".join))
+def test_the_tutorial_file_gives_hfs_ids(tutorial, text):
+    ours, per_piece, hf = tutorial
+    assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode_ordinary(text) == per_piece.encode_ordinary(text)
+
+
+def test_the_tutorial_file_on_hard_strings(tutorial):
+    ours, _, hf = tutorial
+    for text in HARD_STRINGS:
+        assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text
+
+
+def test_oniguruma_word_class_is_read_as_hf_reads_it():
+    """``onig_regex`` writes Oniguruma's ``\\w`` out (alone it takes ``²³¹¼½¾`` and not the joiners, in a
+    class neither): on every code point Python's Unicode data assigns, HF's ``Split`` removes exactly
+    the characters the rewritten pattern matches (``regex``'s own ``\\w`` differs on eight)."""
+    import unicodedata
+
+    import regex
+
+    tokenizers = pytest.importorskip("tokenizers")
+    from bpebench.algorithms.pipeline.text_pieces import onig_regex
+
+    text = "".join(chr(c) for c in range(0x110000)
+                   if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn")
+    for pattern in (r"\w", r"\W", r"[^\w\s]", r"[\w\d]"):
+        hf = tokenizers.Tokenizer.from_str(json.dumps({
+            "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+            "pre_tokenizer": {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Removed", "invert": False}}))
+        kept = set("".join(piece for piece, _ in hf.pre_tokenizer.pre_tokenize_str(text)))
+        removed = set(text) - kept
+        assert set(regex.findall(onig_regex(pattern), text)) == removed, pattern
+        if pattern == r"\w":
+            assert len(set(regex.findall(pattern, text)) ^ removed) == 8
