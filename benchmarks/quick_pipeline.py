@@ -31,6 +31,7 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    ``charsmaps``: a SentencePiece model trained with sentencepiece's default normalization
    (``nmt_nfkc``) against sentencepiece, and an HF ``Precompiled`` file against HF ``tokenizers``.
    ``hf-fixtures``: every committed HF ``tokenizer.json`` fixture against HF ``tokenizers``.
+   ``hf-trained``: three common ``tokenizer.json`` shapes HF trains there, against HF ``tokenizers``.
    ``deepseek``: DeepSeek-V4's ``tokenizer.json`` and o200k alone, taking turns.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
@@ -863,6 +864,81 @@ def table_charsmaps(cpu: int | None, vocab_size: int = 16_000) -> None:
             print(f"  {kind:13s} " + "   ".join(cells))
 
 
+def _hf_trained_files(training: list[str], folder: Path, vocab_size: int) -> dict[str, Path]:
+    """``tokenizer.json`` files of three common shapes, trained by HF ``tokenizers`` on ``training``."""
+    from tokenizers import Tokenizer as HFTokenizer, models, normalizers, pre_tokenizers, trainers
+
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    shapes = {
+        # HF's quick tour: Whitespace, character-level BPE with an unknown token
+        "Whitespace, char BPE": (None, pre_tokenizers.Whitespace(), False),
+        # BERT's normalizer and pre-tokenizer in front of character-level BPE
+        "Bert, char BPE": (normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer(), False),
+        # GPT-2's byte-level BPE with a space put before each text (RoBERTa's add_prefix_space=True)
+        "ByteLevel prefix space": (None, pre_tokenizers.ByteLevel(add_prefix_space=True), True),
+    }
+    files = {}
+    for name, (normalizer, pre_tokenizer, byte_level) in shapes.items():
+        hf = HFTokenizer(models.BPE(unk_token=None if byte_level else "[UNK]"))
+        if normalizer is not None:
+            hf.normalizer = normalizer
+        hf.pre_tokenizer = pre_tokenizer
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [])
+        hf.train_from_iterator(training, trainer)
+        files[name] = folder / f"{len(files)}.json"
+        hf.save(str(files[name]))
+    return files
+
+
+def table_hf_trained(cpu: int | None, vocab_size: int = 30_000) -> None:
+    """Three common ``tokenizer.json`` shapes (HF's quick tour: Whitespace and character-level BPE;
+    BERT's normalizer and pre-tokenizer before it; byte-level BPE with a prefix space) trained by HF
+    ``tokenizers`` on the corpora's first documents, ours against HF; unseen, one CPU, taking turns per
+    document, ids checked equal outside the clock; the path each takes."""
+    import tokenizers
+
+    from bpebench.benchmarks import protocol
+
+    protocol.pin_to_one_cpu(cpu)
+    os.environ["RAYON_NUM_THREADS"] = "1"
+    measured_bytes = 300_000
+    streams = protocol.last_of_each_kind(measured_bytes)
+    training = [doc for text_stream in streams.values() for doc in text_stream.warm[:-20]]
+    for text_stream in streams.values():  # warmed on its last 20 documents before the measured ones
+        text_stream.warm = text_stream.warm[-20:]
+    print(f"\nHF-trained files ({vocab_size:,} tokens, trained by HF tokenizers on"
+          f" {sum(len(d.encode()) for d in training) / 1e6:.1f} MB of the corpora's first documents); unseen, one"
+          f" CPU, the corpora's last {measured_bytes // 1000} kB per kind: MB/s ours / HF tokenizers")
+    print(f"  {'':24s}" + "".join(f"{kind:>16s}" for kind in streams))
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, path in _hf_trained_files(training, Path(scratch), vocab_size).items():
+            ours = Tokenizer(str(path))
+            hf = tokenizers.Tokenizer.from_file(str(path))
+            theirs = lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids  # noqa: E731
+            cells = []
+            for kind, text_stream in streams.items():
+                seconds = protocol.time_unseen({"ours": ours.encode_ordinary, "HF": theirs}, text_stream)
+                for doc in text_stream.measured[:50]:  # the exactness gate, outside the clock
+                    if ours.encode_ordinary(doc) != theirs(doc):
+                        raise SystemExit(f"HF-trained files: {name} differs from HF tokenizers on a {kind} document")
+                cells.append(f"{protocol.mb_per_s(text_stream.measured_bytes, seconds['ours']):.1f} /"
+                             f" {protocol.mb_per_s(text_stream.measured_bytes, seconds['HF']):.1f}")
+            print(f"  {name:24s}" + "".join(f"{cell:>16s}" for cell in cells) + f"   ({_path_of(ours)})")
+
+
+def _path_of(tokenizer) -> str:
+    """Which of the component pipeline's paths a Tokenizer takes (after one encode)."""
+    hf_path = tokenizer._hf
+    if hf_path is None:
+        return "plain, fused"
+    if hf_path.fused is not None:
+        return "fused"
+    if getattr(hf_path, "piece_stage", None) is None:
+        return "per piece"
+    return "class split, piece stage" if hf_path._class_split else "piece stage"
+
+
 def table_deepseek(cpu: int | None) -> None:
     """DeepSeek-V4's ``tokenizer.json`` (three Split steps, 1,283 added tokens, its own 129k ranks)
     and o200k, the two alone taking turns per unseen document on one CPU: MB/s and DeepSeek's
@@ -910,11 +986,7 @@ def table_hf_fixtures(cpu: int | None) -> None:
                     raise SystemExit(f"HF fixtures: {fixture.name} differs from HF tokenizers on a {kind} document")
             cells.append(f"{protocol.mb_per_s(text_stream.measured_bytes, seconds['ours']):5.1f} /"
                          f" {protocol.mb_per_s(text_stream.measured_bytes, seconds['HF']):4.1f}")
-        hf_path = ours._hf
-        path = ("plain, fused" if hf_path is None else "fused" if hf_path.fused is not None
-                else "per piece" if getattr(hf_path, "piece_stage", None) is None
-                else "class split, piece stage" if hf_path._class_split else "piece stage")
-        print(f"  {fixture.name:30s} " + "   ".join(cells) + f"   ({path})")
+        print(f"  {fixture.name:30s} " + "   ".join(cells) + f"   ({_path_of(ours)})")
 
 
 def table_pattern_pairs(cpu: int | None) -> None:
@@ -1346,7 +1418,7 @@ def table_short_batches(ours, encoding, fast, rounds: int) -> None:
 
 # ----------------------------------------------------------------------------- main
 TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "trained-pairs", "charsmaps",
-          "hf-fixtures", "deepseek", "order", "serial",
+          "hf-fixtures", "hf-trained", "deepseek", "order", "serial",
           "repeat", "worst", "batch", "load", "calls")
 
 
@@ -1422,6 +1494,8 @@ def main(argv: list[str] | None = None) -> None:
         table_charsmaps(args.cpu)
     if "hf-fixtures" in only:
         table_hf_fixtures(args.cpu)
+    if "hf-trained" in only:
+        table_hf_trained(args.cpu)
     if "deepseek" in only:
         table_deepseek(args.cpu)
     if "order" in only:

@@ -298,3 +298,21 @@ def test_added_tokens_found_where_their_first_two_characters_are_the_regexs_matc
     expected = [(m.start(), m.end(), m.group()) for m in search.regex.finditer(text)]
     assert list(search.matches(text)) == expected
     assert search.first(text) == (expected[0][2] if expected else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(["a", "A", "Σ", "ΣΑΣ", "σ", "ς", "İ", " ", "\t", "\n", "\r\n", "\x00", "\x0b", "\x1f",
+                                      "\ufffd", "\u200b", "\u00a0", "\u3000", "é", "e\u0301", "\u0323", "京", "中文",
+                                      "한", "\U00020000", "ǅ", "ẞ", "x"]), max_size=25).map("".join))
+@pytest.mark.parametrize("spec", [NORMALIZERS[4], NORMALIZERS[14], NORMALIZERS[15],
+                                  dict(NORMALIZERS[14], handle_chinese_chars=False, strip_accents=False)],
+                         ids=lambda s: json.dumps(s)[:60])
+def test_text_only_normalizers_equal_the_offset_keeping_ones_and_hf(spec, text):
+    """Without offsets Lowercase and BertNormalizer run a translation or substitution per step (ASCII
+    text one translation); with them, a test per character: both are HF's."""
+    from bpebench.algorithms.pipeline.text_pieces import Piece
+
+    ours = build_normalizer(spec)
+    fast = ours.normalize(Piece(text)).text
+    assert fast == ours.normalize(Piece(text, 0, list(range(len(text))))).text
+    assert fast == _hf_with(normalizer=spec).normalizer.normalize_str(text)

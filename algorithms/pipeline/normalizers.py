@@ -29,6 +29,7 @@ import base64
 import binascii
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Callable
 
 import regex
@@ -184,11 +185,20 @@ class Lowercase(Normalizer):
         self.spec = spec
 
     def normalize(self, piece: Piece) -> Piece:
-        # str.lower applies the final-sigma rule, Rust's per-character to_lowercase does not;
-        # and Rust knows capitals newer than Python's Unicode
-        if piece.align is None and "\u03a3" not in piece.text and not hf_unicode.has_lowercase_exception(piece.text):
-            return Piece(piece.text.lower(), piece.start)
+        if piece.align is None:
+            return Piece(self.lowered(piece.text), piece.start)
         return _map_chars(piece, hf_unicode.lowercase)
+
+    @staticmethod
+    def lowered(text: str) -> str:
+        """Rust's ``to_lowercase`` of each character: ``str.lower`` unless the text holds a capital
+        sigma (``str.lower`` applies the final-sigma rule, Rust's per-character one does not) or a
+        capital newer than Python's Unicode."""
+        if hf_unicode.has_lowercase_exception(text):
+            return "".join(map(hf_unicode.lowercase, text))
+        if "\u03a3" in text:  # no other character's lowercase depends on its neighbours
+            return "\u03c3".join(part.lower() for part in text.split("\u03a3"))
+        return text.lower()
 
 
 class Strip(Normalizer):
@@ -354,6 +364,44 @@ _CHINESE = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x
             (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
+class _Verdicts(dict):
+    """A per-character test's verdicts, each worked out the first time the character is met."""
+
+    def __init__(self, test: Callable[[str], bool]) -> None:
+        super().__init__()
+        self.test = test
+
+    def __missing__(self, c: str) -> bool:
+        verdict = self[c] = self.test(c)
+        return verdict
+
+
+_BERT_REMOVES = _Verdicts(hf_unicode.bert_removes)
+_BERT_NONSPACING = _Verdicts(hf_unicode.bert_nonspacing)
+#: the whitespace clean_text makes a space (each character)
+_OTHER_WHITESPACE = re.compile("[" + "".join(map(re.escape, sorted(WHITESPACE - {" "}))) + "]")
+
+
+def _without(text: str, verdicts: _Verdicts) -> str:
+    """``text`` without the characters ``verdicts`` says go: the test runs once per distinct character
+    of the process (a class of every such code point costs ``re`` a test of each range per
+    character, and listing them all 2.5 s)."""
+    gone = [c for c in set(text) if verdicts[c]]
+    return text.translate(dict.fromkeys(map(ord, gone))) if gone else text
+
+
+@lru_cache(maxsize=1)
+def _ascii_bert_clean() -> dict[int, str | None]:
+    """clean_text on ASCII: the characters it removes, and whitespace made a space, as one translation."""
+    return {c: None if hf_unicode.bert_removes(chr(c)) else " " for c in range(128)
+            if hf_unicode.bert_removes(chr(c)) or chr(c) in WHITESPACE}
+
+
+@lru_cache(maxsize=1)
+def _chinese() -> "re.Pattern":
+    return re.compile("([" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in _CHINESE) + "])")
+
+
 def _is_chinese(c: str) -> bool:
     cp = ord(c)
     return any(a <= cp <= b for a, b in _CHINESE)
@@ -369,6 +417,8 @@ class BertNormalizer(Normalizer):
         self.strip_accents = self.lowercase if strip is None else bool(strip)
 
     def normalize(self, piece: Piece) -> Piece:
+        if piece.align is None:
+            return Piece(self._normalize_text(piece.text), piece.start)
         if self.clean_text:
             piece = _filter_chars(piece, lambda c: not hf_unicode.bert_removes(c))
             piece = _map_chars(piece, lambda c: " " if c in WHITESPACE else c)
@@ -380,6 +430,22 @@ class BertNormalizer(Normalizer):
         if self.lowercase:
             piece = _map_chars(piece, hf_unicode.lowercase)
         return piece
+
+    def _normalize_text(self, text: str) -> str:
+        """:meth:`normalize` without offsets: a translation or substitution per step over the text (ASCII
+        text: one translation and ``str.lower``; NFD and its marks need no pass)."""
+        if text.isascii():
+            text = text.translate(_ascii_bert_clean()) if self.clean_text else text
+            return text.lower() if self.lowercase else text
+        if self.clean_text:
+            text = _OTHER_WHITESPACE.sub(" ", _without(text, _BERT_REMOVES))
+        if self.chinese:
+            text = " ".join(_chinese().split(text))  # each character c as " c " (the class is captured)
+        if self.strip_accents:
+            text = _without(hf_unicode.normalize("NFD", text), _BERT_NONSPACING)
+        if self.lowercase:
+            text = Lowercase.lowered(text)
+        return text
 
 
 class ByteLevelNormalizer(Normalizer):
