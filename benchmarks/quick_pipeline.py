@@ -896,8 +896,6 @@ def table_hf_trained(cpu: int | None, vocab_size: int = 30_000) -> None:
     BERT's normalizer and pre-tokenizer before it; byte-level BPE with a prefix space) trained by HF
     ``tokenizers`` on the corpora's first documents, ours against HF; unseen, one CPU, taking turns per
     document, ids checked equal outside the clock; the path each takes."""
-    import tokenizers
-
     from bpebench.benchmarks import protocol
 
     protocol.pin_to_one_cpu(cpu)
@@ -913,18 +911,30 @@ def table_hf_trained(cpu: int | None, vocab_size: int = 30_000) -> None:
     print(f"  {'':24s}" + "".join(f"{kind:>16s}" for kind in streams))
     with tempfile.TemporaryDirectory() as scratch:
         for name, path in _hf_trained_files(training, Path(scratch), vocab_size).items():
-            ours = Tokenizer(str(path))
-            hf = tokenizers.Tokenizer.from_file(str(path))
-            theirs = lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids  # noqa: E731
-            cells = []
-            for kind, text_stream in streams.items():
-                seconds = protocol.time_unseen({"ours": ours.encode_ordinary, "HF": theirs}, text_stream)
-                for doc in text_stream.measured[:50]:  # the exactness gate, outside the clock
-                    if ours.encode_ordinary(doc) != theirs(doc):
-                        raise SystemExit(f"HF-trained files: {name} differs from HF tokenizers on a {kind} document")
-                cells.append(f"{protocol.mb_per_s(text_stream.measured_bytes, seconds['ours']):.1f} /"
-                             f" {protocol.mb_per_s(text_stream.measured_bytes, seconds['HF']):.1f}")
-            print(f"  {name:24s}" + "".join(f"{cell:>16s}" for cell in cells) + f"   ({_path_of(ours)})")
+            ours, speeds = _against_hf(path, streams, f"HF-trained files: {name}", gated=50)
+            print(f"  {name:24s}" + "".join(f"{f'{a:.1f} / {b:.1f}':>16s}" for a, b in speeds)
+                  + f"   ({_path_of(ours)})")
+
+
+def _against_hf(path: Path, streams: dict, what: str, gated: int):
+    """(our Tokenizer, [(our MB/s, HF's MB/s) per kind]) of one ``tokenizer.json``: unseen, the two
+    taking turns per document; the first ``gated`` documents of each kind checked equal outside the clock."""
+    import tokenizers
+
+    from bpebench.benchmarks import protocol
+
+    ours = Tokenizer(str(path))
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    theirs = lambda text: hf.encode(text, add_special_tokens=False).ids  # noqa: E731
+    speeds = []
+    for kind, text_stream in streams.items():
+        seconds = protocol.time_unseen({"ours": ours.encode_ordinary, "HF": theirs}, text_stream)
+        for doc in text_stream.measured[:gated]:  # the exactness gate, outside the clock
+            if ours.encode_ordinary(doc) != theirs(doc):
+                raise SystemExit(f"{what} differs from HF tokenizers on a {kind} document")
+        speeds.append((protocol.mb_per_s(text_stream.measured_bytes, seconds["ours"]),
+                       protocol.mb_per_s(text_stream.measured_bytes, seconds["HF"])))
+    return ours, speeds
 
 
 def _path_of(tokenizer) -> str:
@@ -936,7 +946,7 @@ def _path_of(tokenizer) -> str:
         return "fused"
     if getattr(hf_path, "piece_stage", None) is None:
         return "per piece"
-    return "class split, piece stage" if hf_path._class_split else "piece stage"
+    return "class split, piece stage" if getattr(hf_path, "_class_split", None) else "piece stage"
 
 
 def table_deepseek(cpu: int | None) -> None:
@@ -965,8 +975,6 @@ def table_hf_fixtures(cpu: int | None) -> None:
     """Every committed HF ``tokenizer.json`` fixture (``tests/golden/pipelines``: one shape each of
     normalizers, pre-tokenizers and models), ours against HF ``tokenizers`` on one thread; unseen,
     one CPU, taking turns per document, ids checked equal outside the clock; the path each takes."""
-    import tokenizers
-
     from bpebench.benchmarks import protocol
 
     protocol.pin_to_one_cpu(cpu)
@@ -975,18 +983,9 @@ def table_hf_fixtures(cpu: int | None) -> None:
     streams = {kind: protocol.stream(kind, warm_bytes=40_000, measured_bytes=200_000) for kind in protocol.KINDS}
     print("\nHF fixtures (tests/golden/pipelines), unseen, one CPU, 200 kB per kind: MB/s ours / HF tokenizers")
     for fixture in fixtures:
-        ours = Tokenizer(str(fixture))
-        hf = tokenizers.Tokenizer.from_file(str(fixture))
-        theirs = lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids  # noqa: E731
-        cells = []
-        for kind, text_stream in streams.items():
-            seconds = protocol.time_unseen({"ours": ours.encode_ordinary, "HF": theirs}, text_stream)
-            for doc in text_stream.measured[:10]:  # the exactness gate, outside the clock
-                if ours.encode_ordinary(doc) != theirs(doc):
-                    raise SystemExit(f"HF fixtures: {fixture.name} differs from HF tokenizers on a {kind} document")
-            cells.append(f"{protocol.mb_per_s(text_stream.measured_bytes, seconds['ours']):5.1f} /"
-                         f" {protocol.mb_per_s(text_stream.measured_bytes, seconds['HF']):4.1f}")
-        print(f"  {fixture.name:30s} " + "   ".join(cells) + f"   ({_path_of(ours)})")
+        ours, speeds = _against_hf(fixture, streams, f"HF fixtures: {fixture.name}", gated=10)
+        print(f"  {fixture.name:30s} " + "   ".join(f"{a:5.1f} / {b:4.1f}" for a, b in speeds)
+              + f"   ({_path_of(ours)})")
 
 
 def table_pattern_pairs(cpu: int | None) -> None:
