@@ -944,9 +944,8 @@ def _path_of(tokenizer) -> str:
         return "plain, fused"
     if hf_path.fused is not None:
         return "fused"
-    if getattr(hf_path, "piece_stage", None) is None:
-        return "per piece"
-    return "class split, piece stage" if getattr(hf_path, "_class_split", None) else "piece stage"
+    split = "class split, " if getattr(hf_path, "_class_split", None) else ""
+    return split + ("per piece" if getattr(hf_path, "piece_stage", None) is None else "piece stage")
 
 
 def table_deepseek(cpu: int | None) -> None:

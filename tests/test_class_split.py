@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -176,3 +177,34 @@ def test_oniguruma_word_class_is_read_as_hf_reads_it():
         assert set(regex.findall(onig_regex(pattern), text)) == removed, pattern
         if pattern == r"\w":
             assert len(set(regex.findall(pattern, text)) ^ removed) == 8
+
+
+# ----------------------------------------------------------------------------- models merging in Python
+PIPELINES = Path(__file__).parent / "golden" / "pipelines"
+
+
+@pytest.fixture(scope="module", params=["hf_bert_prefix.json", "hf_whitespace_suffix.json"])
+def symbol_level(request):
+    """A character-level model that merges symbols in Python (a ``##`` prefix, a ``</w>`` suffix):
+    ours with the numpy split, ours with the Python pre-tokenizer, HF."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = str(PIPELINES / request.param)
+    return Tokenizer(path), Tokenizer(path, pretokenizer="regex"), tokenizers.Tokenizer.from_file(path)
+
+
+def test_symbol_level_models_take_the_numpy_split_and_keep_their_merges(symbol_level):
+    ours, per_piece, _ = symbol_level
+    ours.encode_ordinary("the model")
+    assert ours._hf._class_split and ours._hf.piece_stage is None
+    assert per_piece._hf._class_split is False
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=TEXTS)
+def test_symbol_level_models_give_hfs_ids_twice(symbol_level, text):
+    """The second time a text's words come from the model's word cache: the same ids."""
+    ours, per_piece, hf = symbol_level
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode(text, allowed_special="all") == want
+    assert ours.encode(text, allowed_special="all") == want
+    assert per_piece.encode(text, allowed_special="all") == want

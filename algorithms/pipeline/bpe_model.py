@@ -25,8 +25,9 @@ Two ways through, with the same ids:
   byte-level model with a suffix to the compiled stage instead, the suffix as a byte:
   ``formats.word_suffix``.)
 
-Complexity: the first way is the encoder's; the second O(n^2) per piece (pieces are
-words). Exact (ids equal HF's, the loader refuses what it cannot reproduce).
+Complexity: the first way is the encoder's; the second O(n^2) per piece (pieces are words;
+the last 10,000 pieces' ids are kept, so a repeated word costs a lookup). Exact (ids equal HF's,
+the loader refuses what it cannot reproduce).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ import regex
 from bpebench.errors import VocabularyError
 from ..formats.byte_alphabet import bytes_to_unicode
 from ..formats.vocabulary import Vocabulary
+
+
+#: how many pieces' ids the symbol-level path keeps (HF's model: 10,000 words)
+WORD_CACHE = 10_000
 
 
 def token_texts(vocabulary: Vocabulary, token_text: str) -> list[str | None]:
@@ -93,6 +98,9 @@ class BPEModel:
             table = bytes_to_unicode()
             self._to_latin1 = str.maketrans({c: chr(b) for b, c in table.items()})
         self.symbol_level = bool(self.prefix or self.suffix)
+        #: the ids of the pieces merged in Python lately (a piece's ids depend on it alone, so this is
+        #: exact; HF's model keeps such a cache too); emptied when full
+        self._words: dict[str, tuple[int, ...]] = {}
 
     # ------------------------------------------------------------------ characters
     def _to_bytes(self, text: str) -> bytes:
@@ -113,7 +121,13 @@ class BPEModel:
             if whole is not None:
                 return [whole]
         if self.symbol_level:
-            return self._merge_word(piece)
+            ids = self._words.get(piece)
+            if ids is None:
+                ids = tuple(self._merge_word(piece))
+                if len(self._words) >= WORD_CACHE:
+                    self._words.clear()
+                self._words[piece] = ids
+            return list(ids)
         if not self._unknown.search(piece):
             return self.encoder.encode(self._to_bytes(piece))
         out: list[int] = []

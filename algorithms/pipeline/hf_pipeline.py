@@ -292,12 +292,14 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
 class HFPipeline:
     """Encode and decode with a vocabulary's ``pipeline`` spec and an encoder for the BPE step."""
 
-    def __init__(self, vocabulary: Vocabulary, encoder, fused=None, piece_stage=None) -> None:
+    def __init__(self, vocabulary: Vocabulary, encoder, fused=None, piece_stage=None, numpy_split: bool = False) -> None:
         """``fused``: a ``FusedPipeline`` that splits as the pre-tokenizer and encodes as the model
         (:func:`split_list`): each stretch between added tokens, once normalized, goes to it whole.
         ``piece_stage``: without one, a ``FusedPipeline`` that encodes given pieces as the model
         (``("whole",)``): the pre-tokenizer's pieces of a text go to it in one call, instead of
-        one encoder call each."""
+        one encoder call each. ``numpy_split``: a pre-tokenizer of class steps may be split in numpy
+        (``class_split``) for the piece stage or, for a character-level model that merges symbols in
+        Python, for its pieces."""
         spec = vocabulary.pipeline
         if spec is None:
             raise ValueError("vocabulary has no pipeline")
@@ -328,7 +330,9 @@ class HFPipeline:
                 self._text_steps = steps
         #: the pre-tokenizer split in numpy when every step is a class step (``class_split``), made at
         #: the first encode (None: not yet asked; False: it has some other step)
-        self._class_split = None if self.piece_stage is not None and not self.track_offsets else False
+        self._class_split = None if numpy_split and not self.track_offsets and fused is None and (
+            self.piece_stage is not None or (self.model.symbol_level and self.model.token_text != "byte_level")) \
+            else False
         #: a lone ``ByteLevel`` with ``add_prefix_space``: its space written before each stretch for the
         #: fused stage
         self._prefix_space = fused is not None and prefix_space(spec)
@@ -373,7 +377,7 @@ class HFPipeline:
             return self._encode_pieces(self._text_steps[-1].pre_tokenize_text(pieces), utf8=True)
         if self.piece_stage is not None:
             return self._encode_pieces(self.pieces(text, carve_special))
-        tokenize = self.model.tokenize
+        tokenize = self.model.tokenize  # (a model that merges symbols in Python, one piece at a time)
         for piece in self.pieces(text, carve_special):
             if piece.token is not None:
                 out.append(piece.token)
@@ -383,8 +387,9 @@ class HFPipeline:
 
     def _encode_class_split(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[int] | None:
         """The ids of ``text`` with the pre-tokenizer's class steps split in numpy (``class_split``): each
-        run of stretches between carved tokens one call of the piece stage. None when the pre-tokenizer
-        has another step, or the text a lone surrogate (the Python pre-tokenizers then split it)."""
+        run of stretches between carved tokens one call of the piece stage (or, with none, each piece
+        through the model). None when the pre-tokenizer has another step, or the text a lone surrogate
+        (the Python pre-tokenizers then split it)."""
         import numpy as np
 
         split = self._class_split
@@ -393,7 +398,7 @@ class HFPipeline:
 
             split = self._class_split = class_split(
                 self.pre_tokenizer, byte_level_model=self.model.token_text == "byte_level",
-                piece_end=self._piece_end) or False
+                piece_end=self._piece_end if self.piece_stage is not None else b"") or False
             if split is False:
                 return None
         out: list[int] = []
@@ -411,8 +416,9 @@ class HFPipeline:
                     size += len(made[0])
                 continue
             if datas:
-                out.extend(self._encode_run(datas[0] if len(datas) == 1 else np.concatenate(datas),
-                                            ends[0] if len(ends) == 1 else np.concatenate(ends)))
+                encode_run = self._encode_run if self.piece_stage is not None else self._tokenize_run
+                out.extend(encode_run(datas[0] if len(datas) == 1 else np.concatenate(datas),
+                                      ends[0] if len(ends) == 1 else np.concatenate(ends)))
                 datas, ends, size = [], [], 0
             if piece is not None:
                 out.append(piece.token)
@@ -430,6 +436,17 @@ class HFPipeline:
             bounds[1:] = ends
             return stage.encode_joined_batch(data.tobytes(), bounds)[0].tolist()
         return stage.encode_part_list((data, ends))
+
+    def _tokenize_run(self, data, ends) -> list[int]:
+        """:meth:`_encode_run` for a model that merges symbols in Python: each piece through it."""
+        tokenize = self.model.tokenize
+        raw = data.tobytes()
+        out: list[int] = []
+        start = 0
+        for end in ends.tolist():
+            out.extend(tokenize(raw[start:end].decode("utf-8")))
+            start = end
+        return out
 
     def _encode_pieces(self, pieces, utf8: bool = False) -> list[int]:
         """The ids of pre-tokenized ``pieces``: each run of them between carved tokens encoded by the

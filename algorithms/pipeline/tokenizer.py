@@ -263,7 +263,8 @@ class Tokenizer:
         self._default_algorithm = algorithm is None
         fused = self._component_fused(vocabulary, pretokenizer, piece_cache)
         piece_stage = None if fused is not None else self._component_piece_stage(vocabulary, pretokenizer, piece_cache)
-        self._hf = HFPipeline(vocabulary, self.encoder, fused, piece_stage)
+        self._hf = HFPipeline(vocabulary, self.encoder, fused, piece_stage,
+                              numpy_split=pretokenizer is None and self._default_algorithm)
         self._init_llama_cpp(vocabulary)  # a GGUF SentencePiece file: llama.cpp carves, the pipeline encodes
         self.pretokenizer = _ComponentPieces(self._hf)
         self._fused = None
