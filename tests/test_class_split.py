@@ -87,18 +87,49 @@ def test_a_last_byte_level_step_gives_utf8_pieces_with_their_space_and_end(steps
     assert _split(*split.pieces(text)) == want
 
 
+WHITESPACE_SPLIT = {"type": "WhitespaceSplit"}
+
+
 @pytest.mark.parametrize("spec", [
-    {"type": "Split", "pattern": {"Regex": r"\w+|\d+"}, "behavior": "Isolated"},  # overlapping branches
-    # Oniguruma's \w alone takes "²", inside a class not: both branches take it
-    {"type": "Split", "pattern": {"Regex": r"\w+|[^\w\s]+"}, "behavior": "Isolated"},
+    # after a first step: overlapping branches (Oniguruma's \w alone takes "²", inside a class not)
+    {"type": "Sequence", "pretokenizers": [WHITESPACE_SPLIT, {"type": "Split", "pattern": {"Regex": r"\w+|\d+"}}]},
+    {"type": "Sequence", "pretokenizers": [WHITESPACE_SPLIT,
+                                           {"type": "Split", "pattern": {"Regex": r"\w+|[^\w\s]+"}}]},
+    {"type": "Sequence", "pretokenizers": [WHITESPACE_SPLIT, {"type": "Split", "pattern": {"String": "ab"}}]},
+    # first: a branch that may start with an optional item, a run of at least two
+    {"type": "Split", "pattern": {"Regex": r" ?\p{L}+|\p{N}+"}, "behavior": "Isolated"},
     {"type": "Split", "pattern": {"Regex": r"\s{2,}"}, "behavior": "Removed"},
-    {"type": "Split", "pattern": {"String": "ab"}, "behavior": "Isolated"},  # two characters in a row
     {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
     {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "ByteLevel", "use_regex": True}]},
 ])
 def test_other_steps_are_left_to_python(spec):
     assert class_split(build_pre_tokenizer(spec), byte_level_model=False) is None
     assert class_split(build_pre_tokenizer(spec), byte_level_model=True) is None
+
+
+#: first steps that are no class steps: their spans come from the compiled split, and whether a span
+#: is a match from its first character (CLIP's split, a group of literals, a bounded run)
+CLIP_SPLIT = r"""<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"""
+FIRST_REGEXES = [CLIP_SPLIT, r"(?:ab|cd)|\p{L}+|\s", r"\p{L}+|\p{N}{1,3}|[^\s\p{L}\p{N}]+"]
+FIRST_TEXTS = st.lists(st.sampled_from(ALPHABET + ["'s", "'re", "<|endoftext|>", "<|start", "1234", "ab", "cd"]),
+                       max_size=30).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.sampled_from(FIRST_REGEXES), behavior=st.sampled_from(BEHAVIORS), invert=st.booleans(),
+       rest=st.lists(st.sampled_from(STEPS), max_size=2), text=FIRST_TEXTS)
+def test_a_first_step_with_a_compiled_split_gives_the_python_and_hfs_pieces(first, behavior, invert, rest, text):
+    tokenizers = pytest.importorskip("tokenizers")
+    spec = _spec([{"type": "Split", "pattern": {"Regex": first}, "behavior": behavior, "invert": invert}, *rest])
+    pre = build_pre_tokenizer(spec)
+    split = class_split(pre, byte_level_model=False)
+    assert split is not None and split.steps[0].splitter is not None
+    got = _split(*split.pieces(text))
+    assert got == [p.text.encode() for p in pre.pre_tokenize([Piece(text)])]
+    theirs = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        "pre_tokenizer": spec}))
+    assert got == [piece.encode() for piece, _ in theirs.pre_tokenizer.pre_tokenize_str(text)]
 
 
 def test_a_char_level_model_takes_no_byte_level_step_and_a_surrogate_goes_to_python():

@@ -305,11 +305,15 @@ def test_added_tokens_found_where_their_first_two_characters_are_the_regexs_matc
                                       "\ufffd", "\u200b", "\u00a0", "\u3000", "é", "e\u0301", "\u0323", "京", "中文",
                                       "한", "\U00020000", "ǅ", "ẞ", "x"]), max_size=25).map("".join))
 @pytest.mark.parametrize("spec", [NORMALIZERS[4], NORMALIZERS[14], NORMALIZERS[15],
-                                  dict(NORMALIZERS[14], handle_chinese_chars=False, strip_accents=False)],
+                                  dict(NORMALIZERS[14], handle_chinese_chars=False, strip_accents=False),
+                                  NORMALIZERS[10], NORMALIZERS[12],
+                                  {"type": "Replace", "pattern": {"Regex": r"\s+|Σ"}, "content": "\\1 \\g<0>"}],
                          ids=lambda s: json.dumps(s)[:60])
 def test_text_only_normalizers_equal_the_offset_keeping_ones_and_hf(spec, text):
     """Without offsets Lowercase and BertNormalizer run a translation or substitution per step (ASCII
-    text one translation); with them, a test per character: both are HF's."""
+    text one translation), Replace by a regex that cannot match the empty string one ``sub`` (its
+    content literal, backslashes too); with offsets, a test per character or a span per match: both
+    are HF's."""
     from bpebench.algorithms.pipeline.text_pieces import Piece
 
     ours = build_normalizer(spec)

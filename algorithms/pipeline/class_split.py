@@ -34,6 +34,7 @@ a lone surrogate (no table entry: ``regex`` may match it) is left to the Python 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -48,13 +49,17 @@ _BEHAVIORS = ("Isolated", "Removed", "Contiguous", "MergedWithPrevious", "Merged
 
 
 class Step(NamedTuple):
-    """One split: its field in the packed branch table, which branches match runs, and what it does."""
+    """One split: its field in the packed branch table, which branches match runs, and what it does.
+    A first step whose regex compiles but is no class step has ``splitter``: its spans come from
+    the compiled split (``llama_cpp_program.ListSplitter``), and its one-bit field says which
+    characters start a match."""
 
     shift: int
     mask: int
     runs: np.ndarray  # bool[n_branches + 1]: branch b matches a run (True) or one character; 0 is no branch
     behavior: str
     invert: bool
+    splitter: object = None
 
 
 def _steps_of(part) -> list[tuple[str, str, bool]] | None:
@@ -82,6 +87,7 @@ def _steps_of(part) -> list[tuple[str, str, bool]] | None:
     return None
 
 
+@lru_cache(maxsize=32)
 def _branches(pattern: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(branch of every code point: uint8[0x110000], 0 for none; runs: bool[n + 1]) of a pattern that
     is an alternation of branches each one class taken once or as a greedy run, the classes disjoint;
@@ -111,15 +117,64 @@ def _branches(pattern: str) -> tuple[np.ndarray, np.ndarray] | None:
     return branch, np.array(runs, dtype=bool)
 
 
+def _starts(source: str) -> np.ndarray | None:
+    """Which code points start a match of the file regex ``source`` (``bool[0x110000]``), when that alone
+    says whether HF's ``find_matches`` span beginning there is a match: every branch starts with a
+    class (or a group of literals) taken at least once, and each such character is also taken alone
+    by a branch that is one class run (so the search matches wherever one stands; where none does,
+    the span is text between matches). None otherwise."""
+    from .text_pieces import onig_regex
+
+    program = pattern_program.compile_pattern(onig_regex(source))
+    if program is None:
+        return None
+    first_classes, alone = [], []
+    items = program.items
+    for first, end in program.branches.tolist():
+        kind, cls, low, high, _, alternative = items[first].tolist()
+        if kind == pattern_program.CLASS and low >= 1:
+            first_classes.append(cls)
+            if end == first + 1 and low == 1:
+                alone.append(cls)
+        elif kind == pattern_program.GROUP and low >= 1:
+            count = int(program.group_alternatives[first])
+            offsets = program.alternatives
+            for a in range(alternative, alternative + count):
+                if offsets[a + 1] == offsets[a]:
+                    return None  # an empty alternative
+                first_classes.append(int(program.alternative_classes[offsets[a]]))
+        else:
+            return None
+    bits = pattern_program.code_point_classes(program)
+    starts = (bits & sum(1 << c for c in set(first_classes))) != 0
+    if (starts & ((bits & sum(1 << c for c in set(alone))) == 0)).any():
+        return None
+    return starts
+
+
 class ClassSplit:
     """A pre-tokenizer's pieces of a stretch as (UTF-8 bytes, piece ends), for the piece stage."""
 
-    def __init__(self, steps: list[tuple[str, str, bool]], *, prefix_space: bool = False, piece_end: bytes = b"") -> None:
+    def __init__(self, steps: list[tuple[str, str, bool]], *, prefix_space: bool = False, piece_end: bytes = b"",
+                 first_regex: str | None = None) -> None:
+        """``steps``: (class pattern, behavior, invert) each; ``first_regex``: the file regex of a first
+        step that is no class step (its behavior and invert are then ``steps[0]``'s)."""
         fields, self.steps = [], []
         shift = 0
-        for pattern, behavior, invert in steps:
+        for k, (pattern, behavior, invert) in enumerate(steps):
             if behavior not in _BEHAVIORS:
                 raise ValueError(behavior)
+            if k == 0 and first_regex is not None:
+                from .llama_cpp_program import ListSplitter
+
+                starts = _starts(first_regex)
+                splitter = None if starts is None else ListSplitter.of_splits((first_regex,))
+                if splitter is None:
+                    raise ValueError(f"no compiled split for {first_regex[:60]!r}")
+                fields.append((starts.astype(np.uint8), shift))
+                self.steps.append(Step(shift, 1, np.zeros(2, dtype=bool), behavior, invert, splitter))
+                shift += 1
+                continue
             made = _branches(pattern)
             if made is None:
                 raise ValueError(f"not a class step: {pattern[:60]!r}")
@@ -139,8 +194,9 @@ class ClassSplit:
         self.prefix_space = prefix_space
         self.piece_end = np.frombuffer(piece_end, dtype=np.uint8)
 
-    def cuts(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(cut: bool[n + 1], gone: bool[n]) of the stretch whose code points are ``points``."""
+    def cuts(self, points: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cut: bool[n + 1], gone: bool[n]) of the stretch whose code points are ``points`` (its UTF-8:
+        ``data``)."""
         n = len(points)
         cut = np.zeros(n + 1, dtype=bool)
         cut[0] = cut[n] = True
@@ -150,15 +206,24 @@ class ClassSplit:
         words = self.table[points]
         before = cut[:-1]  # a view: steps' new cuts show up in it
         for step in self.steps:
-            branch = (words >> step.shift) & step.mask
-            matched = branch != 0
-            # a character continues the match before it: same run branch, same piece
-            goes_on = np.zeros(n, dtype=bool)
-            np.equal(branch[1:], branch[:-1], out=goes_on[1:])
-            goes_on &= step.runs[branch]  # (no branch is no run)
-            goes_on &= ~before
-            span_start = before | (matched & ~goes_on)
-            span_start[1:] |= matched[:-1] & ~goes_on[1:]  # right after a match that ended
+            if step.splitter is not None:  # the first step: the whole stretch is one piece
+                span_start = np.zeros(n, dtype=bool)
+                ends = step.splitter.piece_ends(data)[:-1]
+                span_start[0] = True
+                span_start[ends if len(data) == n else _characters_before(data, ends)] = True
+                # a span is a match when its first character starts one
+                first = np.maximum.accumulate(np.where(span_start, np.arange(n), 0))
+                matched = ((words[first] >> step.shift) & 1).astype(bool)
+            else:
+                branch = (words >> step.shift) & step.mask
+                matched = branch != 0
+                # a character continues the match before it: same run branch, same piece
+                goes_on = np.zeros(n, dtype=bool)
+                np.equal(branch[1:], branch[:-1], out=goes_on[1:])
+                goes_on &= step.runs[branch]  # (no branch is no run)
+                goes_on &= ~before
+                span_start = before | (matched & ~goes_on)
+                span_start[1:] |= matched[:-1] & ~goes_on[1:]  # right after a match that ended
             flag = ~matched if step.invert else matched
             behavior = step.behavior
             if behavior in ("Isolated", "Removed"):
@@ -190,7 +255,7 @@ class ClassSplit:
                 return None
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             lengths = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        cut, gone = self.cuts(points)
+        cut, gone = self.cuts(points, data)
         kept = ~gone
         everything = bool(kept.all())
         if not everything:
@@ -217,6 +282,13 @@ class ClassSplit:
         return data, ends
 
 
+def _characters_before(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """How many characters of the UTF-8 ``data`` start before each byte offset."""
+    leads = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum((data & 0xC0) != 0x80, out=leads[1:])
+    return leads[offsets]
+
+
 def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b"") -> ClassSplit | None:
     """The :class:`ClassSplit` of a pre-tokenizer (:mod:`.pretokenizers` objects), or None when one of
     its steps is not a class step. A byte-level model needs ``ByteLevel`` without its regex as the last
@@ -231,14 +303,33 @@ def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b""
             return None
         prefix_space = parts.pop().add_prefix_space
     steps = []
-    for part in parts:
+    first_regex = None
+    for k, part in enumerate(parts):
         made = _steps_of(part)
-        if made is None:
+        if made is not None and (k > 0 or _branches(made[0][0]) is not None):
+            steps.extend(made)
+            continue
+        regex = _file_regex(part) if k == 0 else None
+        if regex is None:
             return None
-        steps.extend(made)
+        first_regex = regex
+        steps.append(("", part.behavior, part.invert))
     if not steps:
         return None
     try:
-        return ClassSplit(steps, prefix_space=prefix_space, piece_end=piece_end)
+        return ClassSplit(steps, prefix_space=prefix_space, piece_end=piece_end, first_regex=first_regex)
     except ValueError:
         return None
+
+
+def _file_regex(part) -> str | None:
+    """The regex a ``Split`` step's file gives (a ``String`` pattern escaped), as ``ListSplitter``
+    takes it; None for any other step."""
+    import regex
+
+    if not isinstance(part, Split) or part.pattern is None:
+        return None
+    pattern = part.spec.get("pattern") or {}
+    if isinstance(pattern.get("Regex"), str):
+        return pattern["Regex"]
+    return regex.escape(pattern["String"]) if isinstance(pattern.get("String"), str) and pattern["String"] else None

@@ -329,10 +329,26 @@ def find_matches(compiled: regex.Pattern, text: str) -> list[tuple[int, int, boo
     """HF ``Pattern::find_matches``: spans covering ``text``, each marked as a match or not."""
     if not text:
         return [(0, 0, False)]
+    return _bounded(compiled, text, lambda timeout: _find_matches(compiled, text, timeout))
+
+
+def substitute(compiled: regex.Pattern, text: str, content: str) -> str:
+    """Every match of ``compiled`` in ``text`` replaced by the literal ``content`` (HF's ``Replace``
+    without offsets), for a pattern that cannot match the empty string: the leftmost matches, none
+    overlapping, are then the same for ``regex.sub`` as for Oniguruma (whose rule for an empty match
+    right after another differs). One ``sub`` call, with the same bound on its time as a search."""
+    if not text:
+        return text
+    template = content.replace("\\", "\\\\")  # the content is literal; ``sub`` reads backslashes
+    return _bounded(compiled, text, lambda timeout: compiled.sub(template, text, timeout=timeout))
+
+
+def _bounded(compiled: regex.Pattern, text: str, match):
+    """``match(timeout)`` through :func:`run_matching`, a runaway pattern one line."""
     try:
         # the pattern is judged only for a text long enough to be watched (short ones are most calls)
         exponential = len(text) >= WATCHED_MIN_CHARS and _exponential_risk(compiled.pattern)
-        return run_matching(lambda timeout: _find_matches(compiled, text, timeout), len(text), exponential)
+        return run_matching(match, len(text), exponential)
     except TimeoutError as exc:
         raise BpebenchError(
             f"pattern {compiled.pattern!r} ran longer than {exc.args[0]:g} s on a piece of {len(text)} characters"
