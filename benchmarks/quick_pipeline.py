@@ -31,7 +31,7 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    ``charsmaps``: a SentencePiece model trained with sentencepiece's default normalization
    (``nmt_nfkc``) against sentencepiece, and an HF ``Precompiled`` file against HF ``tokenizers``.
    ``hf-fixtures``: every committed HF ``tokenizer.json`` fixture against HF ``tokenizers``.
-   ``hf-trained``: three common ``tokenizer.json`` shapes HF trains there, against HF ``tokenizers``.
+   ``hf-trained``: four common ``tokenizer.json`` shapes HF trains there, against HF ``tokenizers``.
    ``deepseek``: DeepSeek-V4's ``tokenizer.json`` and o200k alone, taking turns.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
@@ -865,8 +865,8 @@ def table_charsmaps(cpu: int | None, vocab_size: int = 16_000) -> None:
 
 
 def _hf_trained_files(training: list[str], folder: Path, vocab_size: int) -> dict[str, Path]:
-    """``tokenizer.json`` files of three common shapes, trained by HF ``tokenizers`` on ``training``."""
-    from tokenizers import Tokenizer as HFTokenizer, models, normalizers, pre_tokenizers, trainers
+    """``tokenizer.json`` files of four common shapes, trained by HF ``tokenizers`` on ``training``."""
+    from tokenizers import Regex, Tokenizer as HFTokenizer, models, normalizers, pre_tokenizers, trainers
 
     specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
     shapes = {
@@ -877,23 +877,38 @@ def _hf_trained_files(training: list[str], folder: Path, vocab_size: int) -> dic
         # GPT-2's byte-level BPE with a space put before each text (RoBERTa's add_prefix_space=True)
         "ByteLevel prefix space": (None, pre_tokenizers.ByteLevel(add_prefix_space=True), True),
     }
+    # CLIP's: NFC, whitespace runs made one space, lowercase; its split keeps the matches only;
+    # byte-level BPE whose words end in "</w>" (every byte-level character has its suffixed token)
+    clip_split = r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
+    shapes["CLIP"] = (normalizers.Sequence([normalizers.NFC(), normalizers.Replace(Regex(r"\s+"), " "),
+                                            normalizers.Lowercase()]),
+                      pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(clip_split), behavior="removed", invert=True),
+                                               pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+                      True)
     files = {}
     for name, (normalizer, pre_tokenizer, byte_level) in shapes.items():
-        hf = HFTokenizer(models.BPE(unk_token=None if byte_level else "[UNK]"))
+        suffix = {"end_of_word_suffix": "</w>"} if name == "CLIP" else {}
+        hf = HFTokenizer(models.BPE(unk_token=None if byte_level else "[UNK]", **suffix))
         if normalizer is not None:
             hf.normalizer = normalizer
         hf.pre_tokenizer = pre_tokenizer
+        alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_level else []
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [])
+                                      initial_alphabet=alphabet, **suffix)
         hf.train_from_iterator(training, trainer)
         files[name] = folder / f"{len(files)}.json"
-        hf.save(str(files[name]))
+        data = json.loads(hf.to_str())
+        if suffix:
+            vocab = data["model"]["vocab"]
+            for c in sorted(alphabet):
+                vocab.setdefault(c + suffix["end_of_word_suffix"], len(vocab) + len(data["added_tokens"]))
+        files[name].write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return files
 
 
 def table_hf_trained(cpu: int | None, vocab_size: int = 30_000) -> None:
-    """Three common ``tokenizer.json`` shapes (HF's quick tour: Whitespace and character-level BPE;
-    BERT's normalizer and pre-tokenizer before it; byte-level BPE with a prefix space) trained by HF
+    """Four common ``tokenizer.json`` shapes (HF's quick tour: Whitespace and character-level BPE;
+    BERT's normalizer and pre-tokenizer before it; byte-level BPE with a prefix space; CLIP's) trained by HF
     ``tokenizers`` on the corpora's first documents, ours against HF; unseen, one CPU, taking turns per
     document, ids checked equal outside the clock; the path each takes."""
     from bpebench.benchmarks import protocol
