@@ -321,7 +321,11 @@ class Vocabulary:
         empty = [i for i, t in enumerate(self.tokens) if not t and i not in self.excluded]
         if empty:
             problems.append(f"{len(empty)} tokens are empty (ids {empty[:5]})")
-        unreachable = self.unreachable
+        model = (self.pipeline or {}).get("model") or {}
+        # a model that starts words from prefixed or suffixed symbols (``##b``, ``o</w>``) has tokens no
+        # merge of bytes forms, by design
+        symbol_level = bool(model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"))
+        unreachable = self.unreachable if not symbol_level else np.zeros(0, dtype=np.int64)
         if self.llama_cpp is not None:  # llama.cpp's special tokens are literals, merges need not form them
             unreachable = np.setdiff1d(unreachable, np.fromiter(self.special_tokens.values(), dtype=np.int64))
         if len(unreachable):

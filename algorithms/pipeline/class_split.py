@@ -21,13 +21,20 @@ HF's ``NormalizedString::split`` folds the spans:
 * ``MergedWithPrevious``: a cut at every span start but a match's after a non-match;
 * ``MergedWithNext``: a cut at every span start but a non-match's after a match.
 
+A first step that is no class step but whose regex compiles (CLIP's ``Split``) takes its spans
+from the compiled split (``llama_cpp_program.ListSplitter``, HF's ``Isolated`` pieces), each a match
+when its first character starts one: that holds when every branch begins with a class taken at
+least once and each such character is also taken alone by a one-class-run branch
+(:func:`_starts`).
+
 The pieces are the kept stretches between cuts; their UTF-8 (what a character-level model, or a
 byte-level one behind a last ``ByteLevel`` step, encodes) and where each ends go to the compiled
 BPE stage in one call, a space before a piece that does not start with one (``ByteLevel``'s
 ``add_prefix_space``) and the end-of-word byte after each (``formats.word_suffix``) inserted.
 
-Complexity: a fixed number of numpy passes over the stretch per step; building the table is one
-pass over every code point per step (the classes' lists come from ``pattern_program``'s cache).
+Complexity: a fixed number of numpy passes over the stretch per step (and the compiled split's
+own pass for a first step); building the table is one pass over every code point per step (the
+classes' lists come from ``pattern_program``'s cache).
 Exact: the pieces are :mod:`.pretokenizers`' (and HF's), ``tests/test_class_split.py``. A text with
 a lone surrogate (no table entry: ``regex`` may match it) is left to the Python pre-tokenizers.
 """

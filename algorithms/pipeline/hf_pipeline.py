@@ -265,19 +265,22 @@ def describe_pipeline(vocabulary: Vocabulary) -> dict[str, str]:
         where = ("cut before each run of " + repr(cut[1]) if not cut[2] else "cut before each " + repr(cut[1])) \
             if cut[0] == "marker" else "whole"
         path += f" (each stretch between added tokens {where} and encoded fused)"
-    elif not plain and vocabulary.llama_cpp is None and not model.get("continuing_subword_prefix"):
+    elif not plain and vocabulary.llama_cpp is None:
         from ..formats.word_suffix import word_end_vocabulary
+        from .class_split import class_split
         from .fast_pipeline import unsupported_reason
 
-        staged = word_end_vocabulary(vocabulary) if model.get("end_of_word_suffix") else vocabulary
+        byte_level = model.get("token_text", "byte_level") == "byte_level"
+        staged = None if model.get("continuing_subword_prefix") else \
+            word_end_vocabulary(vocabulary) if model.get("end_of_word_suffix") else vocabulary
+        at_once = ", split over each stretch at once," if class_split(
+            build_pre_tokenizer(spec.get("pre_tokenizer"), "pre_tokenizer"), byte_level_model=byte_level) else ""
         if staged is not None and unsupported_reason(staged, split=("whole",)) is None:
-            from .class_split import class_split
-
-            steps = class_split(build_pre_tokenizer(spec.get("pre_tokenizer"), "pre_tokenizer"),
-                                byte_level_model=model.get("token_text", "byte_level") == "byte_level")
-            path += " (its pre-tokenizer's pieces of a text" + (", split over each stretch at once," if steps else "")
-            path += " encoded by the compiled BPE stage in one call"
+            path += f" (its pre-tokenizer's pieces of a text{at_once} encoded by the compiled BPE stage in one call"
             path += ", the end-of-word suffix as the byte 0xFF)" if staged is not vocabulary else ")"
+        elif not byte_level and (model.get("continuing_subword_prefix") or model.get("end_of_word_suffix")):
+            path += " (the model merges its symbols in Python piece by piece, keeping the last 10,000 pieces' ids"
+            path += "; its pre-tokenizer split over each stretch at once)" if at_once else ")"
     return {
         "normalizer": describe_spec(spec.get("normalizer")),
         "pre_tokenizer": describe_spec(spec.get("pre_tokenizer")),
