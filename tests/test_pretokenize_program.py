@@ -415,3 +415,22 @@ def test_the_table_of_two_characters_a_step_is_left_out_when_too_large(monkeypat
     ends = np.empty(len(text) + 1, dtype=np.int64)
     m = t.split_utf8(np.frombuffer(text.encode(), dtype=np.uint8), *t.split_arguments(smaller, program), ends)
     assert m > 0 and ends[:m].tolist() == np.cumsum([len(p) for p in _pieces(SHAPES["deepseek"], text)]).tolist()
+
+
+def test_a_generated_module_loaded_by_two_threads_at_once_is_whole_in_both():
+    """Two threads' first use of one generated module: the second waits for the first to finish
+    running it, rather than finding it half run in ``sys.modules`` (which lost ``split_utf8`` when two
+    threads made a Tokenizer's first encode at once)."""
+    import threading
+    import uuid
+
+    from bpebench.algorithms.pipeline.pretokenize_program import load_generated
+
+    source = f"import time\nNONCE = {uuid.uuid4().hex!r}\ntime.sleep(0.3)\nVALUE = 1\n"
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(load_generated(source, "test_race"))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 2 and all(module is not None and module.VALUE == 1 for module in found)

@@ -23,6 +23,7 @@ items; a greedy run followed by items that fail costs one retry per character gi
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -162,10 +163,19 @@ def _matcher(pattern: str):
     return None if module is None else (program, module.split_utf8)
 
 
+#: one thread at a time loads a generated module: another would find it in ``sys.modules`` half run
+_LOADING = threading.RLock()
+
+
 def load_generated(source: str, prefix: str):
     """The module of generated numba code ``source``, written under the cache root as
     ``<prefix>_<digest>.py`` (so that numba's cache keeps its machine code; its functions are
     guarded against a damaged cache entry), or None when the cache root cannot take it."""
+    with _LOADING:
+        return _load_generated(source, prefix)
+
+
+def _load_generated(source: str, prefix: str):
     import hashlib
     import importlib.util
     import sys
