@@ -145,16 +145,20 @@ WORDS = ["the", "model", "tokens", "naïve", "café", "привет", "東京", 
          "e-mail", "😀", "(", ")", "--", "x"]
 
 
-@pytest.fixture(scope="module")
-def tutorial(tmp_path_factory):
-    """HF's quick-tour shape, trained by HF here: Whitespace, character-level BPE with ``[UNK]``."""
+@pytest.fixture(scope="module", params=["quick tour", "fused unknowns"])
+def tutorial(tmp_path_factory, request):
+    """HF's quick-tour shape, trained by HF here: Whitespace, character-level BPE with ``[UNK]``; and
+    WhitespaceSplit + Punctuation before a model that fuses runs of unknown characters (the pieces go
+    to the piece stage as texts of a batch, so that no run fuses across two)."""
     tokenizers = pytest.importorskip("tokenizers")
     from tokenizers import models, pre_tokenizers, trainers
 
     rng = random.Random(5)
     corpus = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 30))) for _ in range(400)]
-    hf = tokenizers.Tokenizer(models.BPE(unk_token="[UNK]"))
-    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    fuse = request.param == "fused unknowns"
+    hf = tokenizers.Tokenizer(models.BPE(unk_token="[UNK]", fuse_unk=fuse))
+    hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]) \
+        if fuse else pre_tokenizers.Whitespace()
     hf.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=300, show_progress=False,
                                                        special_tokens=["[UNK]", "[CLS]", "[SEP]"]))
     path = tmp_path_factory.mktemp("tutorial") / "tokenizer.json"
@@ -172,7 +176,7 @@ def test_the_tutorial_file_takes_the_class_split(tutorial):
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.lists(st.sampled_from(WORDS + [" ", "  ", "\n", "\t", "[CLS]", "ß", "\u00a0", "a-b"]),
+@given(text=st.lists(st.sampled_from(WORDS + [" ", "  ", "\n", "\t", "[CLS]", "ß", "ßж", "#$%", "\u00a0", "a-b"]),
                      max_size=30).map("".join))
 def test_the_tutorial_file_gives_hfs_ids(tutorial, text):
     ours, per_piece, hf = tutorial
