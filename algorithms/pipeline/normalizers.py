@@ -241,20 +241,26 @@ class Replace(Normalizer):
         #: a ``String`` pattern's text: replaced by ``str.replace`` when no offsets are kept (the same
         #: leftmost matches, none overlapping; Llama-2's spaces took 200 ms per MB through the spans)
         self.literal = pattern if isinstance(pattern, str) else (pattern.get("String") or None)
-        #: a regex that cannot match the empty string (the program compiler takes only such): replaced by
-        #: one ``sub`` when no offsets are kept (CLIP's ``\s+``: 60% of its encode through the spans)
-        self.nonempty = False
-        if self.literal is None and self.pattern is not None:
+        self._nonempty: bool | None = None
+
+    @property
+    def nonempty(self) -> bool:
+        """Whether the regex cannot match the empty string (the program compiler takes only such):
+        then it is replaced by one ``sub`` when no offsets are kept (CLIP's ``\s+``: 60% of its encode
+        went to the spans). Asked at the first use, not when the file loads."""
+        if self._nonempty is None:
             from .pattern_program import compile_pattern as compile_program
 
-            self.nonempty = compile_program(self.pattern.pattern) is not None
+            self._nonempty = self.literal is None and self.pattern is not None and \
+                compile_program(self.pattern.pattern) is not None
+        return self._nonempty
 
     def normalize(self, piece: Piece) -> Piece:
         if self.pattern is None:
             return piece
         if self.literal is not None and piece.align is None:
             return Piece(piece.text.replace(self.literal, self.content), piece.start)
-        if self.nonempty and piece.align is None:
+        if piece.align is None and self.nonempty:
             return Piece(substitute(self.pattern, piece.text, self.content), piece.start)
         return _replace_spans(piece, find_matches(self.pattern, piece.text), self.content)
 
