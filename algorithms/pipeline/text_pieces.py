@@ -235,7 +235,7 @@ class Piece:
         return Piece(text, self.start, [old[k] if old else self.start for k in sources])
 
 
-#: Oniguruma's ``\\w`` inside a character class, and on its own (see :func:`onig_regex`)
+#: Oniguruma's ``\w`` inside a character class, and on its own (see :func:`onig_regex`)
 ONIG_WORD_IN_CLASS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
 ONIG_WORD = "[" + ONIG_WORD_IN_CLASS + r"\xb2\xb3\xb9\xbc-\xbe]"
 ONIG_NOT_WORD = "[^" + ONIG_WORD_IN_CLASS + r"\xb2\xb3\xb9\xbc-\xbe]"
