@@ -190,29 +190,6 @@ def test_the_tutorial_file_on_hard_strings(tutorial):
         assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text
 
 
-def test_oniguruma_word_class_is_read_as_hf_reads_it():
-    """``onig_regex`` writes Oniguruma's ``\\w`` out (alone it takes ``²³¹¼½¾`` and not the joiners, in a
-    class neither): on every code point Python's Unicode data assigns, HF's ``Split`` removes exactly
-    the characters the rewritten pattern matches (``regex``'s own ``\\w`` differs on eight)."""
-    import unicodedata
-
-    import regex
-
-    tokenizers = pytest.importorskip("tokenizers")
-    from bpebench.algorithms.pipeline.text_pieces import onig_regex
-
-    text = "".join(chr(c) for c in range(0x110000)
-                   if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn")
-    for pattern in (r"\w", r"\W", r"[^\w\s]", r"[\w\d]"):
-        hf = tokenizers.Tokenizer.from_str(json.dumps({
-            "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
-            "pre_tokenizer": {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Removed", "invert": False}}))
-        kept = set("".join(piece for piece, _ in hf.pre_tokenizer.pre_tokenize_str(text)))
-        removed = set(text) - kept
-        assert set(regex.findall(onig_regex(pattern), text)) == removed, pattern
-        if pattern == r"\w":
-            assert len(set(regex.findall(pattern, text)) ^ removed) == 8
-
 
 # ----------------------------------------------------------------------------- models merging in Python
 PIPELINES = Path(__file__).parent / "golden" / "pipelines"

@@ -81,7 +81,10 @@ def plain_form(spec: dict | None, *, all_bytes: bool = True) -> tuple[str | None
             from .pattern_program import with_gaps
             from .text_pieces import onig_regex
 
-            pattern = with_gaps(onig_regex(regex_text))
+            try:
+                pattern = with_gaps(onig_regex(regex_text))
+            except ValueError:  # a class Oniguruma reads that ``regex`` cannot: the Split refuses it
+                return None
     if pattern is None:
         return None
     for entry in spec.get("added_tokens") or []:

@@ -325,7 +325,10 @@ def _hf_list(regexes: tuple[str, ...]) -> tuple[Step, ...] | None:
         return None
     steps = []
     for regex in regexes:
-        pattern = onig_regex(regex)
+        try:
+            pattern = onig_regex(regex)
+        except ValueError:  # a class Oniguruma reads that ``regex`` cannot
+            return None
         program = compile_pattern(pattern, "regex")
         if program is None or with_gaps(pattern) is None:
             return None

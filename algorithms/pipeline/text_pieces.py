@@ -250,13 +250,18 @@ def onig_regex(pattern: str) -> str:
     >>> onig_regex("[ab]{2}+|(xy){1,2}+|z{3}")
     '(?:[ab]{2})+|(?:(xy){1,2})+|z{3}'
 
+    A class inside a class is their union in Oniguruma and a literal ``[`` to ``regex`` (BLOOM's
+    ``[^(\\s|[.,!?…。，、।۔،])]`` did not compile): a nested class is written out in the outer one;
+    a negated nested class, an intersection (``&&``) and a POSIX bracket (``[:digit:]``: every
+    decimal digit to Oniguruma, ASCII ones to ``regex``) are refused (ValueError).
+
     Oniguruma's ``\\w`` is not ``regex``'s (which is Alphabetic, marks, decimal digits, connector
     punctuation and the two joiners U+200C/U+200D): on its own it also takes ``²³¹¼½¾`` and not the
     joiners; inside a class it takes neither (probed on every code point through HF ``tokenizers``'
     ``Split``, ``tests/test_class_split.py``). Both are written out as classes; ``\\W`` on its own as
     the complement (inside a class it is left as ``regex`` reads it).
     """
-    if not re.search(r"\}\+|\\[wW]", pattern):
+    if not re.search(r"\}\+|\\[wW]|\[[^\]]*\[|&&", pattern):  # (a POSIX bracket is a "[" in a class)
         return pattern
     tokens: list[str] = []
     atom_start = -1  # index in tokens where the last complete atom starts
@@ -284,7 +289,7 @@ def onig_regex(pattern: str) -> str:
                 depth += {"[": 1, "]": -1}.get(pattern[j], 0)
                 j += 1
             atom_start = len(tokens)
-            tokens.append(re.sub(r"\\(.)", lambda m: ONIG_WORD_IN_CLASS if m.group(1) == "w" else m.group(), pattern[i:j]))
+            tokens.append(_onig_class(pattern[i:j]))
             i = j
         elif ch == "(":
             groups.append(len(tokens))
@@ -316,13 +321,60 @@ def onig_regex(pattern: str) -> str:
 @lru_cache(maxsize=256)
 def compile_pattern(pattern: str, *, literal: bool = False) -> regex.Pattern:
     """A file-supplied pattern compiled for :func:`find_matches` (one-line error if malformed)."""
-    source = regex.escape(pattern) if literal else onig_regex(pattern)
     try:
-        return regex.compile(source)
+        return regex.compile(regex.escape(pattern) if literal else onig_regex(pattern))
     except (regex.error, IndexError, ValueError) as exc:
         raise BpebenchError(f"bad pattern {pattern[:80]!r}: {exc}") from None
     except RecursionError:  # groups nested thousands deep: the regex parser recurses per level
         raise BpebenchError(f"bad pattern {pattern[:80]!r}: nested too deeply") from None
+
+
+def _onig_class(text: str) -> str:
+    """One of Oniguruma's character classes (``text``, its brackets included) as ``regex`` reads it:
+    ``\\w`` as Oniguruma reads it in a class, a class nested in it written out (their union);
+    ValueError for a negated nested class, ``&&`` or a POSIX bracket."""
+    out = ["["]
+    i, end = 1, len(text) - 1  # ``end``: the closing bracket
+    if text[i:i + 1] == "^":
+        out.append("^")
+        i += 1
+    if text[i:i + 1] == "]":  # a leading "]" is a literal one
+        out.append("\\]")
+        i += 1
+    while i < end:
+        c = text[i]
+        if c == "\\":
+            escape = text[i:i + 2]
+            out.append(ONIG_WORD_IN_CLASS if escape == "\\w" else escape)
+            i += 2
+        elif text.startswith("[:", i) and text.find(":]", i) != -1:
+            # Oniguruma's Unicode reading ([:digit:] is every decimal digit) is not ``regex``'s (ASCII)
+            raise ValueError(f"a POSIX bracket ({text[i:text.find(':]', i) + 2]}) is not supported")
+        elif c == "[":
+            close, depth = i + 1, 1
+            while close < end and depth:
+                if text[close] == "\\":
+                    close += 2
+                    continue
+                depth += {"[": 1, "]": -1}.get(text[close], 0)
+                close += 1
+            inner = text[i:close]
+            if inner[1:2] == "^":
+                raise ValueError(f"a negated class inside a class ({inner[:20]!r}) is not supported")
+            flat = _onig_class(inner)[1:-1]
+            if flat.startswith("-"):
+                flat = "\\" + flat
+            if flat.endswith("-") and not flat.endswith("\\-"):
+                flat = flat[:-1] + "\\-"
+            out.append(flat)
+            i = close
+        elif text.startswith("&&", i):
+            raise ValueError("a class intersection (&&) is not supported")
+        else:
+            out.append(c)
+            i += 1
+    out.append("]")
+    return "".join(out)
 
 
 def find_matches(compiled: regex.Pattern, text: str) -> list[tuple[int, int, bool]]:
