@@ -1,7 +1,7 @@
 """Character classes that HF's Oniguruma reads differently from the ``regex`` module, rewritten by
-``text_pieces.onig_regex``: ``\\w`` (alone it takes ``²³¹¼½¾`` and not the joiners; in a class
-neither) and a class nested in a class (their union; BLOOM's split regex has one, and did not
-compile). Checked on every code point Python's Unicode data assigns against HF's own ``Split``, and
+``text_pieces.onig_regex``: ``\\w`` and ``\\p{Word}`` (alone they take ``²³¹¼½¾`` and not the
+joiners; in a class neither), ``\\h`` and ``\\p{XDigit}`` (ASCII hex digits), ``\\x{HHHH}``, and a
+class nested in a class (their union; BLOOM's split regex has one, and did not compile). Checked on every code point Python's Unicode data assigns against HF's own ``Split``, and
 a BLOOM-shaped file trained by HF gives HF's ids; what cannot be rewritten is refused in one line."""
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def every_character() -> str:
                    if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn")
 
 
-@pytest.mark.parametrize("pattern", [r"\w", r"\W", r"[^\w\s]", r"[\w\d]", "[^(\\s|[.,!?…。，、।۔،])]", "[a[b-d]x[-]]"])
+@pytest.mark.parametrize("pattern", [r"\w", r"\W", r"[^\w\s]", r"[\w\d]", "[^(\\s|[.,!?…。，、।۔،])]", "[a[b-d]x[-]]",
+                                     r"\h", r"\H", r"[\h_]", r"\p{Word}", r"\P{word}", r"[\p{Word}]", r"\p{XDigit}",
+                                     r"[^\p{XDigit}]", r"[\x{4e00}-\x{4e10}\x{3042}]"])
 def test_classes_are_read_as_hf_reads_them(pattern, every_character):
     """HF's ``Split`` (``Removed``) removes exactly the characters the rewritten class matches."""
     import regex
@@ -47,7 +49,7 @@ def test_classes_are_read_as_hf_reads_them(pattern, every_character):
         assert len(set(regex.findall(pattern, every_character)) ^ (set(every_character) - kept)) == 8
 
 
-@pytest.mark.parametrize("pattern", ["[a-z&&[^aeiou]]", "[x[^y]]", "[[:digit:]x]"])
+@pytest.mark.parametrize("pattern", ["[a-z&&[^aeiou]]", "[x[^y]]", "[[:digit:]x]", r"[\Hx]"])
 def test_classes_that_cannot_be_rewritten_are_refused_in_one_line(pattern, tmp_path):
     with pytest.raises(ValueError):
         onig_regex(pattern)

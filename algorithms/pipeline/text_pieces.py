@@ -261,7 +261,7 @@ def onig_regex(pattern: str) -> str:
     ``Split``, ``tests/test_class_split.py``). Both are written out as classes; ``\\W`` on its own as
     the complement (inside a class it is left as ``regex`` reads it).
     """
-    if not re.search(r"\}\+|\\[wW]|\[[^\]]*\[|&&", pattern):  # (a POSIX bracket is a "[" in a class)
+    if not re.search(r"\}\+|\\[wWhH]|\\x\{|\\[pP]\{\^?(?i:word|xdigit)|\[[^\]]*\[|&&", pattern):  # (a POSIX bracket is a "[" in a class)
         return pattern
     tokens: list[str] = []
     atom_start = -1  # index in tokens where the last complete atom starts
@@ -274,8 +274,7 @@ def onig_regex(pattern: str) -> str:
             if pattern[i + 1 : i + 2] in ("p", "P", "x", "u") and pattern[i + 2 : i + 3] == "{":
                 end = pattern.find("}", i) + 1 or n
             atom_start = len(tokens)
-            escape = pattern[i:end]
-            tokens.append(ONIG_WORD if escape == "\\w" else ONIG_NOT_WORD if escape == "\\W" else escape)
+            tokens.append(_onig_escape(pattern[i:end], in_class=False))
             i = end
         elif ch == "[":
             j = i + 1
@@ -329,6 +328,36 @@ def compile_pattern(pattern: str, *, literal: bool = False) -> regex.Pattern:
         raise BpebenchError(f"bad pattern {pattern[:80]!r}: nested too deeply") from None
 
 
+#: escapes Oniguruma reads otherwise than ``regex``: (alone, inside a class; None: refused there)
+_ONIG_ESCAPES = {
+    "\\w": (ONIG_WORD, ONIG_WORD_IN_CLASS), "\\W": (ONIG_NOT_WORD, None),
+    "\\h": ("[0-9a-fA-F]", "0-9a-fA-F"), "\\H": ("[^0-9a-fA-F]", None),  # hex digits (``regex``: blanks)
+}
+
+
+def _onig_escape(escape: str, in_class: bool) -> str:
+    """One escape of an Oniguruma pattern as ``regex`` reads it (alone, or ``in_class``): ``\\w``,
+    ``\\h`` (a hex digit), ``\\p{Word}`` and ``\\p{XDigit}`` (ASCII's) as Oniguruma reads them,
+    ``\\x{HHHH}`` as ``\\UHHHHHHHH``; ValueError for a negated one inside a class."""
+    if escape.startswith("\\x{") and escape.endswith("}"):
+        try:
+            return f"\\U{int(escape[3:-1], 16):08X}"
+        except ValueError:
+            raise ValueError(f"bad code point escape {escape!r}") from None
+    if escape[1:2] in ("p", "P") and escape[2:3] == "{":
+        name = escape[3:-1]
+        negated = (escape[1] == "P") != name.startswith("^")
+        key = re.sub(r"[\s_-]", "", name.lstrip("^")).lower()
+        if key in ("word", "xdigit"):
+            escape = ("\\W" if negated else "\\w") if key == "word" else ("\\H" if negated else "\\h")
+    forms = _ONIG_ESCAPES.get(escape)
+    if forms is None:
+        return escape
+    if in_class and forms[1] is None:
+        raise ValueError(f"{escape} inside a class is not supported")
+    return forms[1] if in_class else forms[0]
+
+
 def _onig_class(text: str) -> str:
     """One of Oniguruma's character classes (``text``, its brackets included) as ``regex`` reads it:
     ``\\w`` as Oniguruma reads it in a class, a class nested in it written out (their union);
@@ -344,9 +373,11 @@ def _onig_class(text: str) -> str:
     while i < end:
         c = text[i]
         if c == "\\":
-            escape = text[i:i + 2]
-            out.append(ONIG_WORD_IN_CLASS if escape == "\\w" else escape)
-            i += 2
+            close = i + 2
+            if text[i + 1:i + 2] in ("p", "P", "x", "u") and text[i + 2:i + 3] == "{":
+                close = text.find("}", i) + 1 or end
+            out.append(_onig_escape(text[i:close], in_class=True))
+            i = close
         elif text.startswith("[:", i) and text.find(":]", i) != -1:
             # Oniguruma's Unicode reading ([:digit:] is every decimal digit) is not ``regex``'s (ASCII)
             raise ValueError(f"a POSIX bracket ({text[i:text.find(':]', i) + 2]}) is not supported")
