@@ -183,11 +183,30 @@ def test_leading_class_runs_merge_with_the_step_after_them(regexes, text, pieces
         np.cumsum([len(p.encode()) for p in pieces]).tolist()
 
 
-def test_steps_after_a_dollar_are_not_merged():
-    """``$`` holds where a stretch ends; merged, it would not: such a step keeps its own pass."""
-    splitter = ListSplitter.of_splits((r"\p{N}", r"\s+$|\s|[a-z]+"))
+def test_steps_after_an_end_anchor_are_not_merged():
+    """Oniguruma's ``\\Z`` (``regex``'s ``$``) holds where a stretch ends; merged, it would not: such a
+    step keeps its own pass. Its ``$`` holds before every line feed, a look-ahead: merged."""
+    splitter = ListSplitter.of_splits((r"\p{N}", r"\s+\Z|\s|[a-z]+"))
     assert len(splitter.run) == 2
     assert splitter.split("ab  1") == ["ab", "  ", "1"]
+    line_ends = ListSplitter.of_splits((r"\p{N}", r"\s+$|\s|[a-z]+"))
+    assert len(line_ends.run) == 1
+    for text in ("ab  1", "ab  \n1", "a \n\n b", "  x  \n", "1 \n", "a1 \n"):
+        for compiled, regexes in ((splitter, [r"\p{N}", r"\s+\Z|\s|[a-z]+"]), (line_ends, [r"\p{N}", r"\s+$|\s|[a-z]+"])):
+            assert compiled.split(text) == [text[a:b] for a, b in _hf_pieces(regexes, text)], (regexes, text)
+
+
+def _hf_pieces(regexes: list[str], text: str) -> list[tuple[int, int]]:
+    """HF ``tokenizers``' own pieces of ``text`` under ``Split`` steps (``Isolated``), as offsets."""
+    tokenizers = pytest.importorskip("tokenizers")
+    import json
+
+    spec = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False} for r in regexes]}
+    hf = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        "pre_tokenizer": spec}))
+    return [offsets for _, offsets in hf.pre_tokenizer.pre_tokenize_str(text)]
 
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}

@@ -1,7 +1,8 @@
 """Character classes that HF's Oniguruma reads differently from the ``regex`` module, rewritten by
 ``text_pieces.onig_regex``: ``\\w`` and ``\\p{Word}`` (alone they take ``²³¹¼½¾`` and not the
 joiners; in a class neither), ``\\h`` and ``\\p{XDigit}`` (ASCII hex digits), ``\\x{HHHH}``, and a
-class nested in a class (their union; BLOOM's split regex has one, and did not compile). Checked on every code point Python's Unicode data assigns against HF's own ``Split``, and
+class nested in a class (their union; BLOOM's split regex has one, and did not compile); and the
+default syntax's anchors and ``(?m)``. Checked on every code point Python's Unicode data assigns against HF's own ``Split``, and
 a BLOOM-shaped file trained by HF gives HF's ids; what cannot be rewritten is refused in one line."""
 
 from __future__ import annotations
@@ -93,3 +94,18 @@ def test_a_bloom_shaped_file_on_hard_strings_and_every_character(bloom_shaped, e
     assert ours._hf is None  # the plain fused path: its split compiled
     for text in [*HARD_STRINGS, every_character]:
         assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=st.sampled_from(["$", "^a", "a$", r"\s+$", r"\Z", r"a\Z", r"\z", "(?m).", "(?m:a.b)", r"(?i)A$"]),
+       text=st.lists(st.sampled_from(["a", "b", "A", " ", "\n", "\r\n", "\r", "\u2028", "\u0085", "é"]),
+                     max_size=14).map("".join))
+def test_anchors_and_flags_are_read_as_hf_reads_them(pattern, text):
+    """Oniguruma's default (Ruby) syntax: ``^``/``$`` at every line, ``\\\\Z`` before a last line feed,
+    ``\\\\z`` at the end, ``(?m)`` dot-all; the Python pre-tokenizer's pieces are HF's."""
+    from bpebench.algorithms.pipeline.pretokenizers import build_pre_tokenizer
+    from bpebench.algorithms.pipeline.text_pieces import Piece
+
+    ours = build_pre_tokenizer({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False})
+    theirs = _hf_split(pattern, "Isolated").pre_tokenizer.pre_tokenize_str(text)
+    assert [p.text for p in ours.pre_tokenize([Piece(text)])] == [piece for piece, _ in theirs]

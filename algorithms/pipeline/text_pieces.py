@@ -250,6 +250,10 @@ def onig_regex(pattern: str) -> str:
     >>> onig_regex("[ab]{2}+|(xy){1,2}+|z{3}")
     '(?:[ab]{2})+|(?:(xy){1,2})+|z{3}'
 
+    HF compiles with Oniguruma's default (Ruby) syntax: ``^`` and ``$`` hold at every line start and
+    end, ``\\Z`` before a last line feed, ``\\z`` at the end, ``(?m)`` is dot-all; written as
+    ``regex`` reads those.
+
     A class inside a class is their union in Oniguruma and a literal ``[`` to ``regex`` (BLOOM's
     ``[^(\\s|[.,!?…。，、।۔،])]`` did not compile): a nested class is written out in the outer one;
     a negated nested class, an intersection (``&&``) and a POSIX bracket (``[:digit:]``: every
@@ -261,7 +265,7 @@ def onig_regex(pattern: str) -> str:
     ``Split``, ``tests/test_class_split.py``). Both are written out as classes; ``\\W`` on its own as
     the complement (inside a class it is left as ``regex`` reads it).
     """
-    if not re.search(r"\}\+|\\[wWhH]|\\x\{|\\[pP]\{\^?(?i:word|xdigit)|\[[^\]]*\[|&&", pattern):  # (a POSIX bracket is a "[" in a class)
+    if not re.search(r"\}\+|\\[wWhHzZ]|\\x\{|\\[pP]\{\^?(?i:word|xdigit)|\[[^\]]*\[|&&|[$^]|\(\?[imx-]", pattern):
         return pattern
     tokens: list[str] = []
     atom_start = -1  # index in tokens where the last complete atom starts
@@ -292,6 +296,13 @@ def onig_regex(pattern: str) -> str:
             i = j
         elif ch == "(":
             groups.append(len(tokens))
+            flags = re.match(r"\(\?[imx]*(?:-[imx]*)?[:)]", pattern[i:])
+            if flags:  # Ruby's (?m) is dot-all, which is ``regex``'s (?s)
+                tokens.append(flags.group().replace("m", "s"))
+                i += flags.end()
+                if flags.group().endswith(")"):
+                    groups.pop()
+                continue
             tokens.append(ch)
             i += 1
         elif ch == ")":
@@ -312,7 +323,7 @@ def onig_regex(pattern: str) -> str:
                 continue
             if ch not in "|*+?":
                 atom_start = len(tokens)
-            tokens.append(ch)
+            tokens.append(_ONIG_ANCHORS.get(ch, ch))
             i += 1
     return "".join(tokens)
 
@@ -328,8 +339,13 @@ def compile_pattern(pattern: str, *, literal: bool = False) -> regex.Pattern:
         raise BpebenchError(f"bad pattern {pattern[:80]!r}: nested too deeply") from None
 
 
+#: Ruby's anchors (Oniguruma's default syntax, which HF uses) are per line: ``^`` after each line feed,
+#: ``$`` before each, ``\\Z`` before a last one, ``\\z`` only at the end; written as ``regex`` reads
+#: them (``$`` as a one-class look-ahead, which the program compiler takes)
+_ONIG_ANCHORS = {"^": "(?<![^\\n])", "$": "(?![^\\n])"}
 #: escapes Oniguruma reads otherwise than ``regex``: (alone, inside a class; None: refused there)
 _ONIG_ESCAPES = {
+    "\\Z": ("$", None), "\\z": ("\\Z", None),
     "\\w": (ONIG_WORD, ONIG_WORD_IN_CLASS), "\\W": (ONIG_NOT_WORD, None),
     "\\h": ("[0-9a-fA-F]", "0-9a-fA-F"), "\\H": ("[^0-9a-fA-F]", None),  # hex digits (``regex``: blanks)
 }
