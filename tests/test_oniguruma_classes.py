@@ -50,7 +50,7 @@ def test_classes_are_read_as_hf_reads_them(pattern, every_character):
         assert len(set(regex.findall(pattern, every_character)) ^ (set(every_character) - kept)) == 8
 
 
-@pytest.mark.parametrize("pattern", ["[a-z&&[^aeiou]]", "[x[^y]]", "[[:digit:]x]", r"[\Hx]"])
+@pytest.mark.parametrize("pattern", ["[a-z&&[^aeiou]]", "[x[^y]]", "[[:digit:]x]", r"[\Hx]", r"\g<1>(a)"])
 def test_classes_that_cannot_be_rewritten_are_refused_in_one_line(pattern, tmp_path):
     with pytest.raises(ValueError):
         onig_regex(pattern)
@@ -97,12 +97,14 @@ def test_a_bloom_shaped_file_on_hard_strings_and_every_character(bloom_shaped, e
 
 
 @settings(max_examples=150, deadline=None)
-@given(pattern=st.sampled_from(["$", "^a", "a$", r"\s+$", r"\Z", r"a\Z", r"\z", "(?m).", "(?m:a.b)", r"(?i)A$"]),
-       text=st.lists(st.sampled_from(["a", "b", "A", " ", "\n", "\r\n", "\r", "\u2028", "\u0085", "é"]),
-                     max_size=14).map("".join))
-def test_anchors_and_flags_are_read_as_hf_reads_them(pattern, text):
-    """Oniguruma's default (Ruby) syntax: ``^``/``$`` at every line, ``\\\\Z`` before a last line feed,
-    ``\\\\z`` at the end, ``(?m)`` dot-all; the Python pre-tokenizer's pieces are HF's."""
+@given(pattern=st.sampled_from(["$", "^a", "a$", r"\s+$", r"\Z", r"a\Z", r"\z", "(?m).", "(?m:a.b)", r"(?i)A$",
+                                r"\N+", r"\e", r"\cA", r"[\e\cA]+"]),
+       text=st.lists(st.sampled_from(["a", "b", "A", " ", "\n", "\r\n", "\r", "\u2028", "\u0085", "é", "\x1b",
+                                      "\x01"]), max_size=14).map("".join))
+def test_anchors_flags_and_escapes_are_read_as_hf_reads_them(pattern, text):
+    """Oniguruma's default (Ruby) syntax: ``^``/``$`` at every line, ``\\Z`` before a last line feed,
+    ``\\z`` at the end, ``(?m)`` dot-all, ``\\N`` any character but a line feed, ``\\e`` and
+    ``\\cA`` control characters; the Python pre-tokenizer's pieces are HF's."""
     from bpebench.algorithms.pipeline.pretokenizers import build_pre_tokenizer
     from bpebench.algorithms.pipeline.text_pieces import Piece
 

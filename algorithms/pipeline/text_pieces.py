@@ -265,7 +265,7 @@ def onig_regex(pattern: str) -> str:
     ``Split``, ``tests/test_class_split.py``). Both are written out as classes; ``\\W`` on its own as
     the complement (inside a class it is left as ``regex`` reads it).
     """
-    if not re.search(r"\}\+|\\[wWhHzZ]|\\x\{|\\[pP]\{\^?(?i:word|xdigit)|\[[^\]]*\[|&&|[$^]|\(\?[imx-]", pattern):
+    if not re.search(r"\}\+|\\[wWhHzZNecg]|\\x\{|\\[pP]\{\^?(?i:word|xdigit)|\[[^\]]*\[|&&|[$^]|\(\?[imx-]", pattern):
         return pattern
     tokens: list[str] = []
     atom_start = -1  # index in tokens where the last complete atom starts
@@ -277,6 +277,8 @@ def onig_regex(pattern: str) -> str:
             end = i + 2
             if pattern[i + 1 : i + 2] in ("p", "P", "x", "u") and pattern[i + 2 : i + 3] == "{":
                 end = pattern.find("}", i) + 1 or n
+            elif pattern[i + 1 : i + 2] == "c":  # a control character: \cA
+                end = i + 3
             atom_start = len(tokens)
             tokens.append(_onig_escape(pattern[i:end], in_class=False))
             i = end
@@ -346,6 +348,7 @@ _ONIG_ANCHORS = {"^": "(?<![^\\n])", "$": "(?![^\\n])"}
 #: escapes Oniguruma reads otherwise than ``regex``: (alone, inside a class; None: refused there)
 _ONIG_ESCAPES = {
     "\\Z": ("$", None), "\\z": ("\\Z", None),
+    "\\N": ("[^\\n]", None), "\\e": ("\\x1b", "\\x1b"),  # a character but a line feed; escape
     "\\w": (ONIG_WORD, ONIG_WORD_IN_CLASS), "\\W": (ONIG_NOT_WORD, None),
     "\\h": ("[0-9a-fA-F]", "0-9a-fA-F"), "\\H": ("[^0-9a-fA-F]", None),  # hex digits (``regex``: blanks)
 }
@@ -355,6 +358,10 @@ def _onig_escape(escape: str, in_class: bool) -> str:
     """One escape of an Oniguruma pattern as ``regex`` reads it (alone, or ``in_class``): ``\\w``,
     ``\\h`` (a hex digit), ``\\p{Word}`` and ``\\p{XDigit}`` (ASCII's) as Oniguruma reads them,
     ``\\x{HHHH}`` as ``\\UHHHHHHHH``; ValueError for a negated one inside a class."""
+    if escape.startswith("\\c") and len(escape) == 3:  # control-X: the character's low five bits
+        return f"\\x{ord(escape[2]) & 0x1F:02x}"
+    if escape == "\\g":
+        raise ValueError("a subexpression call (\\g<...>) is not supported")
     if escape.startswith("\\x{") and escape.endswith("}"):
         try:
             return f"\\U{int(escape[3:-1], 16):08X}"
@@ -392,6 +399,8 @@ def _onig_class(text: str) -> str:
             close = i + 2
             if text[i + 1:i + 2] in ("p", "P", "x", "u") and text[i + 2:i + 3] == "{":
                 close = text.find("}", i) + 1 or end
+            elif text[i + 1:i + 2] == "c":
+                close = i + 3
             out.append(_onig_escape(text[i:close], in_class=True))
             i = close
         elif text.startswith("[:", i) and text.find(":]", i) != -1:
