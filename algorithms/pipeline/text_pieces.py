@@ -251,8 +251,9 @@ def onig_regex(pattern: str) -> str:
     '(?:[ab]{2})+|(?:(xy){1,2})+|z{3}'
 
     HF compiles with Oniguruma's default (Ruby) syntax: ``^`` and ``$`` hold at every line start and
-    end, ``\\Z`` before a last line feed, ``\\z`` at the end, ``(?m)`` is dot-all; written as
-    ``regex`` reads those.
+    end, ``\\Z`` before a last line feed, ``\\z`` at the end, ``(?m)`` is dot-all, ``\\N`` any
+    character but a line feed, ``\\e`` and ``\\cX`` control characters; written as ``regex`` reads
+    those (a subexpression call, ``\\g<1>``, is refused).
 
     A class inside a class is their union in Oniguruma and a literal ``[`` to ``regex`` (BLOOM's
     ``[^(\\s|[.,!?…。，、।۔،])]`` did not compile): a nested class is written out in the outer one;
@@ -262,8 +263,8 @@ def onig_regex(pattern: str) -> str:
     Oniguruma's ``\\w`` is not ``regex``'s (which is Alphabetic, marks, decimal digits, connector
     punctuation and the two joiners U+200C/U+200D): on its own it also takes ``²³¹¼½¾`` and not the
     joiners; inside a class it takes neither (probed on every code point through HF ``tokenizers``'
-    ``Split``, ``tests/test_class_split.py``). Both are written out as classes; ``\\W`` on its own as
-    the complement (inside a class it is left as ``regex`` reads it).
+    ``Split``, ``tests/test_oniguruma_classes.py``). Both are written out as classes, as are ``\\W``
+    on its own, ``\\p{Word}``, ``\\h`` and ``\\p{XDigit}`` (ASCII hex digits) and ``\\x{HHHH}``.
     """
     if not re.search(r"\}\+|\\[wWhHzZNecg]|\\x\{|\\[pP]\{\^?(?i:word|xdigit)|\[[^\]]*\[|&&|[$^]|\(\?[imx-]", pattern):
         return pattern
