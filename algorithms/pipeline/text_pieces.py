@@ -275,25 +275,12 @@ def onig_regex(pattern: str) -> str:
     while i < n:
         ch = pattern[i]
         if ch == "\\":
-            end = i + 2
-            if pattern[i + 1 : i + 2] in ("p", "P", "x", "u") and pattern[i + 2 : i + 3] == "{":
-                end = pattern.find("}", i) + 1 or n
-            elif pattern[i + 1 : i + 2] == "c":  # a control character: \cA
-                end = i + 3
+            end = _escape_end(pattern, i, n)
             atom_start = len(tokens)
             tokens.append(_onig_escape(pattern[i:end], in_class=False))
             i = end
         elif ch == "[":
-            j = i + 1
-            j += pattern[j : j + 1] == "^"
-            j += pattern[j : j + 1] == "]"
-            depth = 1
-            while j < n and depth:
-                if pattern[j] == "\\":
-                    j += 2
-                    continue
-                depth += {"[": 1, "]": -1}.get(pattern[j], 0)
-                j += 1
+            j = _class_end(pattern, i, n)
             atom_start = len(tokens)
             tokens.append(_onig_class(pattern[i:j]))
             i = j
@@ -382,6 +369,30 @@ def _onig_escape(escape: str, in_class: bool) -> str:
     return forms[1] if in_class else forms[0]
 
 
+def _escape_end(text: str, i: int, limit: int) -> int:
+    """Where the escape at ``text[i]`` (a backslash) ends: ``\\p{..}``, ``\\x{..}``, ``\\u{..}``,
+    ``\\cX`` (a control character) or two characters; ``limit`` for a brace never closed."""
+    if text[i + 1:i + 2] in ("p", "P", "x", "u") and text[i + 2:i + 3] == "{":
+        return text.find("}", i) + 1 or limit
+    return i + 3 if text[i + 1:i + 2] == "c" else i + 2
+
+
+def _class_end(text: str, i: int, limit: int) -> int:
+    """Where the class opening at ``text[i]`` ends (past its bracket), classes inside it counted; a
+    ``^`` first and a ``]`` right after the opening (or the ``^``) are its own characters."""
+    j = i + 1
+    j += text[j:j + 1] == "^"
+    j += text[j:j + 1] == "]"
+    depth = 1
+    while j < limit and depth:
+        if text[j] == "\\":
+            j += 2
+            continue
+        depth += {"[": 1, "]": -1}.get(text[j], 0)
+        j += 1
+    return j
+
+
 def _onig_class(text: str) -> str:
     """One of Oniguruma's character classes (``text``, its brackets included) as ``regex`` reads it:
     ``\\w`` as Oniguruma reads it in a class, a class nested in it written out (their union);
@@ -397,24 +408,14 @@ def _onig_class(text: str) -> str:
     while i < end:
         c = text[i]
         if c == "\\":
-            close = i + 2
-            if text[i + 1:i + 2] in ("p", "P", "x", "u") and text[i + 2:i + 3] == "{":
-                close = text.find("}", i) + 1 or end
-            elif text[i + 1:i + 2] == "c":
-                close = i + 3
+            close = _escape_end(text, i, end)
             out.append(_onig_escape(text[i:close], in_class=True))
             i = close
         elif text.startswith("[:", i) and text.find(":]", i) != -1:
             # Oniguruma's Unicode reading ([:digit:] is every decimal digit) is not ``regex``'s (ASCII)
             raise ValueError(f"a POSIX bracket ({text[i:text.find(':]', i) + 2]}) is not supported")
         elif c == "[":
-            close, depth = i + 1, 1
-            while close < end and depth:
-                if text[close] == "\\":
-                    close += 2
-                    continue
-                depth += {"[": 1, "]": -1}.get(text[close], 0)
-                close += 1
+            close = _class_end(text, i, end)
             inner = text[i:close]
             if inner[1:2] == "^":
                 raise ValueError(f"a negated class inside a class ({inner[:20]!r}) is not supported")
