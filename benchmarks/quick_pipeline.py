@@ -31,7 +31,7 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    ``charsmaps``: a SentencePiece model trained with sentencepiece's default normalization
    (``nmt_nfkc``) against sentencepiece, and an HF ``Precompiled`` file against HF ``tokenizers``.
    ``hf-fixtures``: every committed HF ``tokenizer.json`` fixture against HF ``tokenizers``.
-   ``hf-trained``: four common ``tokenizer.json`` shapes HF trains there, against HF ``tokenizers``.
+   ``hf-trained``: five common ``tokenizer.json`` shapes HF trains there, against HF ``tokenizers``.
    ``deepseek``: DeepSeek-V4's ``tokenizer.json`` and o200k alone, taking turns.
    ``serial``: the share of a batch call that holds the GIL, and the two-thread bounds it sets.
    ``order``: merges out of priority order (o200k as a merge list with 2% of it moved,
@@ -865,7 +865,7 @@ def table_charsmaps(cpu: int | None, vocab_size: int = 16_000) -> None:
 
 
 def _hf_trained_files(training: list[str], folder: Path, vocab_size: int) -> dict[str, Path]:
-    """``tokenizer.json`` files of four common shapes, trained by HF ``tokenizers`` on ``training``."""
+    """``tokenizer.json`` files of five common shapes, trained by HF ``tokenizers`` on ``training``."""
     from tokenizers import Regex, Tokenizer as HFTokenizer, models, normalizers, pre_tokenizers, trainers
 
     specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
@@ -885,6 +885,11 @@ def _hf_trained_files(training: list[str], folder: Path, vocab_size: int) -> dic
                       pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(clip_split), behavior="removed", invert=True),
                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
                       True)
+    # Falcon's: contiguous punctuation, GPT-2's split, then digit runs and three digits at a time
+    shapes["Falcon"] = (None, pre_tokenizers.Sequence([
+        pre_tokenizers.Punctuation("contiguous"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        pre_tokenizers.Digits(individual_digits=False), pre_tokenizers.Split(Regex("[0-9][0-9][0-9]"), "isolated")]),
+        True)
     files = {}
     for name, (normalizer, pre_tokenizer, byte_level) in shapes.items():
         suffix = {"end_of_word_suffix": "</w>"} if name == "CLIP" else {}
@@ -907,8 +912,9 @@ def _hf_trained_files(training: list[str], folder: Path, vocab_size: int) -> dic
 
 
 def table_hf_trained(cpu: int | None, vocab_size: int = 30_000) -> None:
-    """Four common ``tokenizer.json`` shapes (HF's quick tour: Whitespace and character-level BPE;
-    BERT's normalizer and pre-tokenizer before it; byte-level BPE with a prefix space; CLIP's) trained by HF
+    """Five common ``tokenizer.json`` shapes (HF's quick tour: Whitespace and character-level BPE;
+    BERT's normalizer and pre-tokenizer before it; byte-level BPE with a prefix space; CLIP's; Falcon's)
+    trained by HF
     ``tokenizers`` on the corpora's first documents, ours against HF; unseen, one CPU, taking turns per
     document, ids checked equal outside the clock; the path each takes."""
     from bpebench.benchmarks import protocol

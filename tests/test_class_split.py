@@ -220,3 +220,75 @@ def test_symbol_level_models_give_hfs_ids_twice(symbol_level, text):
     assert ours.encode(text, allowed_special="all") == want
     assert ours.encode(text, allowed_special="all") == want
     assert per_piece.encode(text, allowed_special="all") == want
+
+
+# ----------------------------------------------------------------------------- steps after ByteLevel
+#: steps a compiled list takes before ``ByteLevel`` (``Isolated`` splits)
+LEADS = [[], [{"type": "Punctuation", "behavior": "Contiguous"}], [{"type": "Digits", "individual_digits": True}],
+         [{"type": "Split", "pattern": {"Regex": r"\p{N}{1,3}"}, "behavior": "Isolated", "invert": False}]]
+#: class steps after it, on byte-level characters (digits, and "²³¹¼½¾" which are UTF-8 continuation bytes)
+TAILS = [{"type": "Digits", "individual_digits": False}, {"type": "Digits", "individual_digits": True},
+         {"type": "Split", "pattern": {"Regex": "[0-9][0-9][0-9]"}, "behavior": "Isolated", "invert": False},
+         {"type": "Split", "pattern": {"Regex": r"\d{2}"}, "behavior": "Removed", "invert": True},
+         {"type": "Split", "pattern": {"Regex": r"\p{N}"}, "behavior": "MergedWithNext", "invert": False},
+         {"type": "Punctuation", "behavior": "Isolated"}]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lead=st.sampled_from(LEADS), use_regex=st.booleans(), tail=st.lists(st.sampled_from(TAILS), min_size=1, max_size=2),
+       text=st.lists(st.sampled_from(ALPHABET + ["12345", "1234567", "β²", "½", "β", "x99y"]), max_size=25).map("".join))
+def test_class_steps_after_byte_level_read_bytes_as_hf_does(lead, use_regex, tail, text):
+    """Falcon's shape: splits before ``ByteLevel`` (a compiled list, its own regex last), class steps
+    after it over byte-level characters, where a continuation byte may be a digit (``²``): the pieces'
+    bytes are HF's (``pre_tokenize_str`` in byte-level characters) and the Python pre-tokenizers'."""
+    from bpebench.algorithms.formats.byte_alphabet import bytes_to_unicode
+
+    tokenizers = pytest.importorskip("tokenizers")
+    spec = _spec([*lead, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex},
+                  *tail])
+    pre = build_pre_tokenizer(spec)
+    split = class_split(pre, byte_level_model=True)
+    assert split is not None and split.byte_mode
+    got = _split(*split.pieces(text))
+    to_byte = {c: b for b, c in bytes_to_unicode().items()}
+    as_bytes = lambda piece: bytes(to_byte[c] for c in piece)  # noqa: E731
+    assert got == [as_bytes(p.text) for p in pre.pre_tokenize([Piece(text)])]
+    theirs = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        "pre_tokenizer": spec}))
+    assert got == [as_bytes(piece) for piece, _ in theirs.pre_tokenizer.pre_tokenize_str(text)]
+
+
+def test_a_prefix_space_before_later_steps_is_left_to_python():
+    spec = _spec([{"type": "ByteLevel", "add_prefix_space": True, "use_regex": True}, TAILS[0]])
+    assert class_split(build_pre_tokenizer(spec), byte_level_model=True) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.lists(st.sampled_from(WORDS + ["12345", "1234567", " ", "\n", "½", "β²", "<|endoftext|>"]),
+                     max_size=25).map("".join))
+def test_a_falcon_shaped_file_gives_hfs_ids(falcon_shaped, text):
+    ours, hf = falcon_shaped
+    assert ours._hf.piece_stage is not None
+    assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+
+
+@pytest.fixture(scope="module")
+def falcon_shaped(tmp_path_factory):
+    """Falcon's pre-tokenizer (Punctuation, ByteLevel with its regex, Digits, three digits at a time)
+    before byte-level BPE, trained by HF here."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import Regex, models, pre_tokenizers, trainers
+
+    rng = random.Random(7)
+    corpus = [" ".join(rng.choice(WORDS + ["12345", "2024", "½"]) for _ in range(rng.randint(3, 30)))
+              for _ in range(400)]
+    hf = tokenizers.Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Punctuation("contiguous"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        pre_tokenizers.Digits(individual_digits=False), pre_tokenizers.Split(Regex("[0-9][0-9][0-9]"), "isolated")])
+    hf.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, show_progress=False, special_tokens=["<|endoftext|>"],
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    path = tmp_path_factory.mktemp("falcon") / "tokenizer.json"
+    hf.save(str(path))
+    return Tokenizer(str(path)), hf

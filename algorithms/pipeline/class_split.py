@@ -21,6 +21,15 @@ HF's ``NormalizedString::split`` folds the spans:
 * ``MergedWithPrevious``: a cut at every span start but a match's after a non-match;
 * ``MergedWithNext``: a cut at every span start but a non-match's after a match.
 
+A ``Split`` matching exactly ``k`` characters of one class (``[0-9][0-9][0-9]``) is a class step
+too: in each run of the class within a piece, ``k`` at a time from the run's start.
+
+Steps after a ``ByteLevel`` (Falcon's ``Digits`` and three-digit ``Split``) see byte-level
+characters: the steps up to it (``Isolated`` splits and its own regex) are split by their compiled
+list (``hf_pipeline.split_list``), and the later class steps read each byte as its byte-level
+character, so a piece may end inside a character (``²`` is also the continuation byte 0xB2), as HF's
+does.
+
 A first step that is no class step but whose regex compiles (CLIP's ``Split``) takes its spans
 from the compiled split (``llama_cpp_program.ListSplitter``, HF's ``Isolated`` pieces), each a match
 when its first character starts one: that holds when every branch begins with a class taken at
@@ -67,6 +76,7 @@ class Step(NamedTuple):
     behavior: str
     invert: bool
     splitter: object = None
+    chunk: int = 0  # a step matching exactly this many characters of one class (its branch 1)
 
 
 def _steps_of(part) -> list[tuple[str, str, bool]] | None:
@@ -95,13 +105,19 @@ def _steps_of(part) -> list[tuple[str, str, bool]] | None:
 
 
 @lru_cache(maxsize=32)
-def _branches(pattern: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """(branch of every code point: uint8[0x110000], 0 for none; runs: bool[n + 1]) of a pattern that
-    is an alternation of branches each one class taken once or as a greedy run, the classes disjoint;
+def _branches(pattern: str) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(branch of every code point: uint8[0x110000], 0 for none; runs: bool[n + 1]; chunk) of a pattern
+    that is an alternation of branches each one class taken once or as a greedy run, the classes
+    disjoint (chunk 0), or one class exactly ``chunk`` >= 2 times (``[0-9][0-9][0-9]``, ``\\d{3}``);
     None for any other pattern."""
     program = pattern_program.compile_pattern(pattern)
     if program is None or len(program.branches) > 15:
         return None
+    chunk = _chunk(program)
+    if chunk:
+        bits = pattern_program.code_point_classes(program)
+        branch = ((bits >> int(program.items[0, 1])) & 1).astype(np.uint8)
+        return branch, np.zeros(2, dtype=bool), chunk
     runs = [False]
     classes = []
     for first, end in program.branches.tolist():
@@ -121,7 +137,19 @@ def _branches(pattern: str) -> tuple[np.ndarray, np.ndarray] | None:
             return None  # overlapping branches: which one matches depends on where the match began
         branch[member] = b
         taken |= member
-    return branch, np.array(runs, dtype=bool)
+    return branch, np.array(runs, dtype=bool), 0
+
+
+def _chunk(program) -> int:
+    """``k`` when ``program`` is one branch matching exactly ``k`` >= 2 characters of one class, else 0."""
+    if len(program.branches) != 1:
+        return 0
+    first, end = program.branches[0].tolist()
+    items = program.items[first:end].tolist()
+    if any(item[0] != pattern_program.CLASS or item[1] != items[0][1] or item[2] != item[3] for item in items):
+        return 0
+    k = sum(item[2] for item in items)
+    return k if k >= 2 else 0
 
 
 def _starts(source: str) -> np.ndarray | None:
@@ -163,9 +191,12 @@ class ClassSplit:
     """A pre-tokenizer's pieces of a stretch as (UTF-8 bytes, piece ends), for the piece stage."""
 
     def __init__(self, steps: list[tuple[str, str, bool]], *, prefix_space: bool = False, piece_end: bytes = b"",
-                 first_regex: str | None = None) -> None:
+                 first_regex: str | None = None, lead: tuple[str, ...] | None = None) -> None:
         """``steps``: (class pattern, behavior, invert) each; ``first_regex``: the file regex of a first
-        step that is no class step (its behavior and invert are then ``steps[0]``'s)."""
+        step that is no class step (its behavior and invert are then ``steps[0]``'s). ``lead``: the
+        regexes (``Isolated``) of the steps up to a ``ByteLevel`` (its own regex last), split by their
+        compiled list; ``steps`` then come after that ``ByteLevel`` and read each byte as its
+        byte-level character (a piece may then end inside a character, as HF's does)."""
         fields, self.steps = [], []
         shift = 0
         for k, (pattern, behavior, invert) in enumerate(steps):
@@ -185,10 +216,10 @@ class ClassSplit:
             made = _branches(pattern)
             if made is None:
                 raise ValueError(f"not a class step: {pattern[:60]!r}")
-            branch, runs = made
+            branch, runs, chunk = made
             width = max(1, (len(runs) - 1).bit_length())
             fields.append((branch, shift))
-            self.steps.append(Step(shift, (1 << width) - 1, runs, behavior, invert))
+            self.steps.append(Step(shift, (1 << width) - 1, runs, behavior, invert, chunk=chunk))
             shift += width
         if shift > 32:
             raise ValueError("too many class steps")
@@ -200,17 +231,35 @@ class ClassSplit:
         self.table = table
         self.prefix_space = prefix_space
         self.piece_end = np.frombuffer(piece_end, dtype=np.uint8)
+        #: the steps after a ``ByteLevel`` read bytes (``lead``); the compiled list of those before it
+        self.byte_mode = lead is not None
+        self.lead = None
+        if lead is not None:
+            from ..formats.byte_alphabet import bytes_to_unicode
+            from .llama_cpp_program import ListSplitter
+
+            self.lead = ListSplitter.of_splits(lead) if lead else None
+            if (lead and self.lead is None) or prefix_space:
+                raise ValueError("no compiled list for the steps before ByteLevel")
+            characters = bytes_to_unicode()
+            #: each byte's words, read as its byte-level character
+            self.byte_table = table[[ord(characters[b]) for b in range(256)]]
 
     def cuts(self, points: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(cut: bool[n + 1], gone: bool[n]) of the stretch whose code points are ``points`` (its UTF-8:
-        ``data``)."""
+        ``data``); with a ``lead``, of its bytes."""
         n = len(points)
         cut = np.zeros(n + 1, dtype=bool)
         cut[0] = cut[n] = True
         gone = np.zeros(n, dtype=bool)
         if n == 0:
             return cut, gone
-        words = self.table[points]
+        if self.byte_mode:
+            if self.lead is not None:
+                cut[self.lead.piece_ends(data)] = True
+            words = self.byte_table[data]
+        else:
+            words = self.table[points]
         before = cut[:-1]  # a view: steps' new cuts show up in it
         for step in self.steps:
             if step.splitter is not None:  # the first step: the whole stretch is one piece
@@ -224,11 +273,14 @@ class ClassSplit:
             else:
                 branch = (words >> step.shift) & step.mask
                 matched = branch != 0
-                # a character continues the match before it: same run branch, same piece
-                goes_on = np.zeros(n, dtype=bool)
-                np.equal(branch[1:], branch[:-1], out=goes_on[1:])
-                goes_on &= step.runs[branch]  # (no branch is no run)
-                goes_on &= ~before
+                if step.chunk:
+                    matched, goes_on = _chunks(matched, before, step.chunk)
+                else:
+                    # a character continues the match before it: same run branch, same piece
+                    goes_on = np.zeros(n, dtype=bool)
+                    np.equal(branch[1:], branch[:-1], out=goes_on[1:])
+                    goes_on &= step.runs[branch]  # (no branch is no run)
+                    goes_on &= ~before
                 span_start = before | (matched & ~goes_on)
                 span_start[1:] |= matched[:-1] & ~goes_on[1:]  # right after a match that ended
             flag = ~matched if step.invert else matched
@@ -252,9 +304,12 @@ class ClassSplit:
 
     def pieces(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(bytes: uint8[...], ends: int64[k]) of ``text``'s pieces, or None when it holds a lone surrogate."""
-        if text.isascii():
-            data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-            points, lengths = data, None
+        if self.byte_mode or text.isascii():
+            try:
+                data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            except UnicodeEncodeError:
+                return None
+            points, lengths = data, None  # (with a ``lead``, the bytes are the characters)
         else:
             try:
                 points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
@@ -289,6 +344,26 @@ class ClassSplit:
         return data, ends
 
 
+def _chunks(member: np.ndarray, before: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(matched, goes on) of a pattern matching exactly ``k`` characters of one class: in each run of
+    the class within a piece, the leftmost search takes ``k`` at a time from its start, the rest of
+    the run matching nothing."""
+    n = len(member)
+    starts = member.copy()
+    starts[1:] &= ~member[:-1] | before[1:]
+    starts[0] = member[0]
+    index = np.arange(n)
+    first = np.maximum.accumulate(np.where(starts, index, 0))
+    offset = index - first
+    # each run's length, spread over it: where the next run start or non-member is
+    ends = member.copy()
+    ends[:-1] &= ~member[1:] | before[1:]
+    last = np.minimum.accumulate(np.where(ends, index, n)[::-1])[::-1]
+    length = last - first + 1
+    matched = member & (offset < length // k * k)
+    return matched, matched & (offset % k != 0)
+
+
 def _characters_before(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """How many characters of the UTF-8 ``data`` start before each byte offset."""
     leads = np.zeros(len(data) + 1, dtype=np.int64)
@@ -305,18 +380,36 @@ def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b""
         return None
     parts = list(pre_tokenizer.parts) if isinstance(pre_tokenizer, SequencePreTokenizer) else [pre_tokenizer]
     prefix_space = False
+    lead = None
     if byte_level_model:
-        if not parts or not isinstance(parts[-1], ByteLevel) or parts[-1].use_regex:
+        levels = [k for k, part in enumerate(parts) if isinstance(part, ByteLevel)]
+        if len(levels) != 1:
             return None
-        prefix_space = parts.pop().add_prefix_space
+        if levels[0] < len(parts) - 1:  # class steps after it (Falcon's): the steps up to it a compiled list
+            from .hf_pipeline import split_list
+
+            if parts[levels[0]].add_prefix_space:
+                return None
+            if levels[0] == 0 and not parts[0].use_regex:
+                lead = ()  # nothing splits before it
+            else:
+                lead = split_list({"model": {"type": "BPE"}, "pre_tokenizer": {
+                    "type": "Sequence", "pretokenizers": [part.spec for part in parts[:levels[0] + 1]]}})
+                if lead is None:
+                    return None
+            parts = parts[levels[0] + 1:]
+        elif parts[-1].use_regex:
+            return None
+        else:
+            prefix_space = parts.pop().add_prefix_space
     steps = []
     first_regex = None
     for k, part in enumerate(parts):
         made = _steps_of(part)
-        if made is not None and (k > 0 or _branches(made[0][0]) is not None):
+        if made is not None and (k > 0 or lead is not None or _branches(made[0][0]) is not None):
             steps.extend(made)
             continue
-        regex = _file_regex(part) if k == 0 else None
+        regex = _file_regex(part) if k == 0 and lead is None else None
         if regex is None:
             return None
         first_regex = regex
@@ -324,7 +417,7 @@ def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b""
     if not steps:
         return None
     try:
-        return ClassSplit(steps, prefix_space=prefix_space, piece_end=piece_end, first_regex=first_regex)
+        return ClassSplit(steps, prefix_space=prefix_space, piece_end=piece_end, first_regex=first_regex, lead=lead)
     except ValueError:
         return None
 
