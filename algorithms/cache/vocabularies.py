@@ -27,7 +27,7 @@ id (a built-in name, or a path and its format), the source file's size,
 modification time and sha256 (about 2 ms for o200k), and the size and
 modification time of the modules that define the stored layout and values
 (``kernels/compiled.py``, ``kernels/matching.py``, ``formats/``, the HF loader's plain form in
-``pipeline/hf_pipeline.py``, ``pipeline/pattern_program.py`` and ``pipeline/text_pieces.py``, this module).
+``pipeline/hf_pipeline.py``, ``split_lists.py``, ``pattern_program.py`` and ``text_pieces.py``, this module).
 Change any of these and the key changes: the vocabulary is rebuilt, and older
 files for the same loader id are removed, as are files whose source file no longer
 exists (the header records it), which no key can reach again.
@@ -89,7 +89,8 @@ _DISABLED = {"off", "0", "no", "false"}
 #: (``hf_pipeline.plain_form``, with ``pattern_program.with_gaps`` and ``text_pieces.onig_regex``)
 #: decides a file's stored pattern and normalizer.
 _LAYOUT_MODULES = ("cache/vocabularies.py", "kernels/compiled.py", "kernels/matching.py", "kernels/short_piece.py",
-                   "formats", "pipeline/hf_pipeline.py", "pipeline/pattern_program.py", "pipeline/text_pieces.py")
+                   "formats", "pipeline/hf_pipeline.py", "pipeline/split_lists.py", "pipeline/pattern_program.py",
+                   "pipeline/text_pieces.py")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
 
 

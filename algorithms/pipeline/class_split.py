@@ -386,7 +386,7 @@ def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b""
         if len(levels) != 1:
             return None
         if levels[0] < len(parts) - 1:  # class steps after it (Falcon's): the steps up to it a compiled list
-            from .hf_pipeline import split_list
+            from .split_lists import split_list
 
             if parts[levels[0]].add_prefix_space:
                 return None

@@ -246,7 +246,7 @@ class Replace(Normalizer):
     @property
     def nonempty(self) -> bool:
         """Whether the regex cannot match the empty string (the program compiler takes only such):
-        then it is replaced by one ``sub`` when no offsets are kept (CLIP's ``\s+``: 60% of its encode
+        then it is replaced by one ``sub`` when no offsets are kept (CLIP's ``\\s+``: 60% of its encode
         went to the spans). Asked at the first use, not when the file loads."""
         if self._nonempty is None:
             from .pattern_program import compile_pattern as compile_program
