@@ -1436,9 +1436,29 @@ def table_short_batches(ours, encoding, fast, rounds: int) -> None:
 
 
 # ----------------------------------------------------------------------------- main
-TABLES = ("unseen", "allcore", "cold", "stages", "cache", "patterns", "pattern-pairs", "trained-pairs", "charsmaps",
-          "hf-fixtures", "hf-trained", "deepseek", "order", "serial",
-          "repeat", "worst", "batch", "load", "calls")
+#: each table's run from the parsed arguments and the vocabularies, in the order they run
+_TABLE_RUNS = {
+    "unseen": lambda a, v: table_unseen(v, set(a.peers.split(",")) if a.peers else None, a.hf, a.cpu),
+    "allcore": lambda a, v: table_allcore(v, a.repeat),
+    "cold": lambda a, v: table_cold(a.load_runs),
+    "stages": lambda a, v: table_stages(v, a.repeat),
+    "cache": lambda a, v: table_cache(v, a.repeat),
+    "patterns": lambda a, v: table_patterns(),
+    "pattern-pairs": lambda a, v: (table_pattern_splits(a.repeat), table_pattern_pairs(a.cpu)),
+    "trained-pairs": lambda a, v: table_trained_pairs(a.cpu),
+    "charsmaps": lambda a, v: table_charsmaps(a.cpu),
+    "hf-fixtures": lambda a, v: table_hf_fixtures(a.cpu),
+    "hf-trained": lambda a, v: table_hf_trained(a.cpu),
+    "deepseek": lambda a, v: table_deepseek(a.cpu),
+    "order": lambda a, v: table_order(),
+    "serial": lambda a, v: table_serial(a.repeat),
+    "repeat": lambda a, v: table_repeat(a.repeat, a.hf),
+    "worst": lambda a, v: table_worst(a.repeat),
+    "batch": lambda a, v: table_batch(a.repeat),
+    "load": lambda a, v: table_load(a.load_runs),
+    "calls": lambda a, v: table_calls(a.repeat),
+}
+TABLES = tuple(_TABLE_RUNS)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1492,45 +1512,9 @@ def main(argv: list[str] | None = None) -> None:
           f" load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; rounds "
           + ("back to back (each implementation's calls in a row)" if BACK_TO_BACK else "interleaved"))
-    if "unseen" in only:
-        table_unseen(vocabs, set(args.peers.split(",")) if args.peers else None, args.hf, args.cpu)
-    if "allcore" in only:
-        table_allcore(vocabs, args.repeat)
-    if "cold" in only:
-        table_cold(args.load_runs)
-    if "stages" in only:
-        table_stages(vocabs, args.repeat)
-    if "cache" in only:
-        table_cache(vocabs, args.repeat)
-    if "patterns" in only:
-        table_patterns()
-    if "pattern-pairs" in only:
-        table_pattern_splits(args.repeat)
-        table_pattern_pairs(args.cpu)
-    if "trained-pairs" in only:
-        table_trained_pairs(args.cpu)
-    if "charsmaps" in only:
-        table_charsmaps(args.cpu)
-    if "hf-fixtures" in only:
-        table_hf_fixtures(args.cpu)
-    if "hf-trained" in only:
-        table_hf_trained(args.cpu)
-    if "deepseek" in only:
-        table_deepseek(args.cpu)
-    if "order" in only:
-        table_order()
-    if "serial" in only:
-        table_serial(args.repeat)
-    if "repeat" in only:
-        table_repeat(args.repeat, args.hf)
-    if "worst" in only:
-        table_worst(args.repeat)
-    if "batch" in only:
-        table_batch(args.repeat)
-    if "load" in only:
-        table_load(args.load_runs)
-    if "calls" in only:
-        table_calls(args.repeat)
+    for name in TABLES:  # in this order, each asked for
+        if name in only:
+            _TABLE_RUNS[name](args, vocabs)
 
 
 if __name__ == "__main__":

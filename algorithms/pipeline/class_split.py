@@ -323,13 +323,7 @@ class ClassSplit:
         if not everything:
             data = data[kept if lengths is None else np.repeat(kept, lengths)]
         offsets = np.zeros(len(points) + 1, dtype=np.int64)  # byte offsets, removed characters counted as none
-        if lengths is None:
-            if everything:
-                offsets = np.arange(len(points) + 1, dtype=np.int64)
-            else:
-                np.cumsum(kept, out=offsets[1:])
-        else:
-            np.cumsum(lengths * kept if not everything else lengths, out=offsets[1:])
+        np.cumsum(kept if lengths is None else lengths * kept, out=offsets[1:])
         closing = np.flatnonzero(cut[1:] & kept)  # the last character of each piece
         ends = offsets[closing + 1]
         if self.prefix_space and len(ends):
