@@ -879,14 +879,17 @@ CUSTOM_PATTERN = r"\s?\p{L}+|\s?\p{N}{1,4}|\s?[^\s\p{L}\p{N}]+|\s+"
 
 @pytest.mark.parametrize("pattern", [CUSTOM_PATTERN, None, r"\p{L}+|\p{N}"])
 def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern):
-    """regex splits (the reference itself), the compiled stage encodes: tiktoken's ids for the
+    """The pattern's transducer splits inside the compiled call (``regex``, the reference itself, where
+    the transducer finds text no branch matches), the compiled stage encodes: tiktoken's ids for the
     same ranks and pattern, and the reference's; also for a pattern whose matches leave text out
-    (dropped, as tiktoken drops it)."""
+    (dropped, as tiktoken drops it: every batch below holds such text, so the whole batch goes to
+    ``regex``), and for no pattern (the whole text one piece)."""
     tiktoken = pytest.importorskip("tiktoken")
     base = load_vocabulary("cl100k_base")
     vocab = Vocabulary.from_ranks(list(base.tokens), name="cl100k-custom", pattern=pattern)
     tok = Tokenizer(vocab)
     assert tok.fused and tok._fused.splitter is not None
+    assert (tok._fused.plan.split.n_kinds > 0) == (pattern is not None)  # the kernel splits with the transducer
     reference = Tokenizer(vocab, algorithm="naive")
     text = corpora.get("prose-en", size=20_000) + corpora.get("udhr-all", size=6_000)
     if pattern is None:
@@ -900,6 +903,9 @@ def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern)
         enc = tiktoken.Encoding("custom", pat_str=pattern, mergeable_ranks={t: i for i, t in enumerate(base.tokens)},
                                 special_tokens={})
         assert ids == enc.encode_ordinary(text)
+        words = ["one", "", "two words", "x1 y22", " \n", "caf\u00e9 \u4e2d"]  # the kernel's batch, or regex's
+        assert tok.encode_ordinary_batch(words) == [enc.encode_ordinary(w) for w in words]
+        assert [tok.encode_ordinary(w) for w in words] == [enc.encode_ordinary(w) for w in words]
 
 
 @pytest.mark.parametrize("pattern, splitter", [(CUSTOM_PATTERN, "ProgramPretokenizer"),

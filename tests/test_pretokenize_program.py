@@ -354,6 +354,7 @@ def test_halves_that_do_not_meet_leave_the_text_to_the_first_run():
     past the middle: the halves do not meet, the first run reads on alone, and the ends are still
     ``regex``'s. On prose they meet and the second run's ends are used."""
     from bpebench.algorithms.pipeline import pretokenize_transducer as t
+    from bpebench.algorithms.pipeline.transducer_split import _two_lanes
 
     transducer = t.transducer_for(SHAPES["o200k"])
     assert 0 < transducer.mark_free.sum() < len(transducer.mark_free)
@@ -363,8 +364,8 @@ def test_halves_that_do_not_meet_leave_the_text_to_the_first_run():
     def reached(text: str) -> int:
         ends = np.empty(len(text) + 1, dtype=np.int64)
         tr = transducer
-        return t._two_lanes(np.frombuffer(text.encode(), dtype=np.uint8), tr.byte_kinds, tr.table, tr.start,
-                            tr.n_kinds, tr.pairs, tr.pair_shift, tr.pair_kind, tr.to_pair, tr.mark_free, ends)[3]
+        return _two_lanes(np.frombuffer(text.encode(), dtype=np.uint8), tr.byte_kinds, tr.table, tr.start,
+                          tr.n_kinds, tr.pairs, tr.pair_shift, tr.pair_kind, tr.to_pair, tr.mark_free, ends)[3]
 
     assert reached(waits) < len(waits)
     assert reached(prose) == len(prose)

@@ -157,6 +157,7 @@ from ..kernels.cut_points import can_cut, crossing_set
 from .pretokenize_bits import (BITMAP_COLUMNS, LETTERS, OTHERS, REFUSED, ascii_rows_into, bitmap_rows,
                                class_bitmaps, letter_bitmaps_into, piece_starts, piece_starts_into, start_words)
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
+from .transducer_split import split_window
 from ..kernels.interleaved_merge import (END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens,
                                          merge_pieces_interleaved)
 from ..kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, long_slot,
@@ -188,6 +189,43 @@ class Plan(NamedTuple):
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
     crossing: np.ndarray  # uint64: ``cut_points.crossing_set``, where a long piece may be cut
+    split: "SplitTables"  # the pattern's transducer, when the text is split by one in the kernel
+
+
+class SplitTables(NamedTuple):
+    """A pattern transducer's tables (:func:`.pretokenize_transducer.split_arguments`, same order):
+    the kernel splits the text with them (:mod:`.transducer_split`) before it encodes the pieces,
+    in the same call. All empty (``n_kinds`` 0) for a plan whose pieces come from elsewhere."""
+
+    byte_kinds: np.ndarray  # uint16[128]
+    stage1: np.ndarray  # int32: the pattern program's code point -> kind tables
+    stage2: np.ndarray  # uint16
+    table: np.ndarray  # uint64
+    final: np.ndarray  # uint64
+    start: int
+    n_kinds: int
+    pairs: np.ndarray  # uint32
+    pair_shift: int
+    pair_kind: np.ndarray  # uint16
+    to_pair: np.ndarray  # uint32
+    mark_free: np.ndarray  # uint8
+
+
+def split_tables(arguments: tuple | None = None) -> SplitTables:
+    """:class:`SplitTables` of a transducer's ``split_arguments``, or the empty ones (no transducer),
+    with the dtypes the compiled kernel was built for."""
+    if arguments is None:
+        e = np.empty
+        return SplitTables(e(0, np.uint16), e(0, np.int32), e(0, np.uint16), e(0, np.uint64), e(0, np.uint64), 0, 0,
+                           e(0, np.uint32), 0, e(0, np.uint16), e(0, np.uint32), e(0, np.uint8))
+    return SplitTables(*(np.ascontiguousarray(a, dtype=d) if d is not None else int(a) for a, d in
+                         zip(arguments, (np.uint16, np.int32, np.uint16, np.uint64, np.uint64, None, None,
+                                         np.uint32, None, np.uint16, np.uint32, np.uint8))))
+
+
+#: what the kernel returns when the plan's transducer finds text that no branch of its pattern
+#: matches (``regex`` then splits the text: it drops such text, as tiktoken does)
+SPLIT_REFUSED = -(1 << 62)
 
 
 class HeapScratch(NamedTuple):
@@ -717,7 +755,8 @@ def _scratch_layout(plan, n, span):
     """(offsets of the scratch's parts, total words) for a call over ``n`` bytes whose segments of up
     to ``span`` bytes take their bitmaps from it: lanes, chunk ints, chunk keys, merge ranks, merge
     parts, memo, backtracking's dead flags, the heap's three arrays (merges out of priority order
-    only), bitmaps, start words and their scratch."""
+    only), bitmaps, start words and their scratch, then the piece ends of a plan that splits with a
+    transducer (``n + 1``; none otherwise). The last two: (total words, where the ends start)."""
     size = max(plan.short_limit, 1)
     heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
     chunk_ints = LANES * LANE_COLUMNS
@@ -732,8 +771,9 @@ def _scratch_layout(plan, n, span):
     bitmaps = queue + (3 * heap_n + 1 if heap_n > 0 else 0)
     starts = bitmaps + bitmap_rows(span) * BITMAP_COLUMNS
     final = starts + start_words(span)
-    total = final + start_words(span)
-    return chunk_ints, chunk_keys, ranks, parts, memo, dead, token, prev, queue, bitmaps, starts, final, total
+    ends = final + start_words(span)
+    total = ends + (n + 1 if plan.split.n_kinds > 0 else 0)
+    return chunk_ints, chunk_keys, ranks, parts, memo, dead, token, prev, queue, bitmaps, starts, final, total, ends
 
 
 @njit(cache=True)
@@ -756,7 +796,7 @@ def _scratch(plan, work, n, span):
     order: ``queue`` empty means backtracking), the memo (slots, 4), dead uint8[n + 1], bitmaps,
     start words, their scratch). Views only: free in the kernels compiled without reference counts."""
     (chunk_ints, chunk_keys, ranks, parts, memo, dead, token, prev, queue, bitmaps, starts, final,
-     total) = _scratch_layout(plan, n, span)
+     ends, _) = _scratch_layout(plan, n, span)
     size = max(plan.short_limit, 1)
     heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
     heap = HeapScratch(plan.live_pair_keys, plan.live_pair_vals, plan.crossing, work[token:prev].view(np.int32)[:heap_n],
@@ -767,7 +807,7 @@ def _scratch(plan, work, n, span):
             work[parts:memo].view(np.int32)[:size], work[ranks:parts], heap,
             work[memo:dead].reshape(((dead - memo) >> 2, 4)), work[dead:token].view(np.uint8)[:n + 1],
             work[bitmaps:starts].view(np.uint64).reshape((bitmap_rows(span), BITMAP_COLUMNS)),
-            work[starts:final].view(np.uint64), work[final:total].view(np.uint64))
+            work[starts:final].view(np.uint64), work[final:ends].view(np.uint64))
 
 
 @njit(cache=True, inline="always")
@@ -872,6 +912,29 @@ def _encode_segment_general(plan, data, start, end, out, n_out, cache, work, n, 
 
 
 @njit(cache=True, inline="always")
+def _encode_transduced(plan, data, start, end, out, n_out, cache, work, n, span):
+    """Split ``data[start:end]`` with the plan's transducer (``plan.split``) into the scratch's piece
+    ends, then encode the pieces as ``encode_pieces`` does: one compiled call where a pattern with no
+    bit-parallel pre-tokenizer took a call of the split, an array of ends and a call of the BPE
+    stage (2-3 us a text in Python). Returns the new ``n_out``, or ``SPLIT_REFUSED`` when some of the
+    text matches no branch of the pattern. ``work``: the call's scratch for ``n`` bytes (its ends
+    hold ``n + 1``) and segments of up to ``span``."""
+    if start == end:
+        return n_out
+    t = plan.split
+    at = _scratch_layout(plan, n, span)[13]
+    ends = work[at:at + end - start + 1]
+    m = split_window(data[start:end], t.byte_kinds, t.stage1, t.stage2, t.table, t.final, t.start, t.n_kinds,
+                     t.pairs, t.pair_shift, t.pair_kind, t.to_pair, t.mark_free, ends, ends[:0])
+    if m < 0:
+        return np.int64(SPLIT_REFUSED)
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, span)
+    no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
+    return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo, parts,
+                           ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
+
+
+@njit(cache=True, inline="always")
 def _empty_sources(chunk_ints, chunk_keys):
     """Empty (starts, offsets, class words, piece ends) for ``_encode_chunked``'s unused piece sources:
     views of the chunk's scratch, so no allocation."""
@@ -944,6 +1007,8 @@ def encode_utf8(plan, data, out, cache):
     word 945 -> 852 ns against ``_encode_segments``, a function compiled with reference counts: see
     ``_encode_texts``)."""
     n = data.shape[0]
+    if plan.split.n_kinds > 0:  # a pattern transducer splits the text (no bitmaps needed)
+        return _encode_transduced(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, 0), n, 0)
     span = min(n, SCRATCH_SEGMENT_BYTES)
     work = _new_scratch(plan, n, span)
     if 0 < n <= SEGMENT_BYTES:
@@ -971,6 +1036,8 @@ def encode_utf8_reusing(plan, data, out, cache, work):
         return -layout[12]
     for i in range(layout[4], layout[5]):  # the memo's rows start empty (``_new_scratch``)
         work[i] = -1
+    if plan.split.n_kinds > 0:
+        return _encode_transduced(plan, data, 0, n, out, 0, cache, work, n, n)
     got = _encode_segment_bytes(plan, data, 0, n, out, 0, cache, work, n, n)
     if got >= 0:
         return got
@@ -996,6 +1063,17 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     n = data.shape[0]
+    if plan.split.n_kinds > 0:  # each text split by the plan's transducer, then encoded
+        work = _new_scratch(plan, n, 0)
+        out_offsets[0] = 0
+        n_out = np.int64(0)
+        for text in range(text_offsets.shape[0] - 1):
+            n_out = _encode_transduced(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work,
+                                       n, 0)
+            if n_out < 0:
+                return n_out
+            out_offsets[text + 1] = n_out
+        return n_out
     span = min(n, SCRATCH_SEGMENT_BYTES)
     # one memo for the batch: every text's ids stay in ``out``
     return _encode_texts(plan, data, text_offsets, out, out_offsets, cache, _new_scratch(plan, n, span), n, span)
@@ -1314,7 +1392,8 @@ class FusedPipeline:
                          short["long_tokens"],
                          short["byte_pair_ranks"], short["atom_floors"], merges_by_rank, int(short["token_offset"][0]), short_limit,
                          wide_limit,
-                         live_pair_keys, live_pair_vals, crossing)
+                         live_pair_keys, live_pair_vals, crossing,
+                         split_tables(getattr(self.splitter, "transducer_arguments", None)))
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         from .unknown_chars import UnknownCharacters
 
@@ -1338,7 +1417,11 @@ class FusedPipeline:
             self._id_lists = _aot.id_lists()
         #: the C helper's ``find_pair(data, first, second)`` (the first index of two bytes), or None
         self.find_pair = None if self._id_lists is None else self._id_lists.find_pair
-        if self.splitter is not None:
+        if self.splitter is not None and self.plan.split.n_kinds > 0:
+            # the kernel splits with the pattern's transducer; ``regex`` takes a text it refuses
+            self._encode = _refusing(self._encode, self._split_and_encode, self.plan)
+            self._encode_batch = _refusing(self._encode_batch, self._split_and_encode_batch, self.plan)
+        elif self.splitter is not None:
             self._encode = self._split_and_encode
             self._encode_batch = self._split_and_encode_batch
         # ``encode_list`` and ``encode_array`` make their arrays themselves, so they skip the checks
@@ -1507,6 +1590,8 @@ class FusedPipeline:
             return self._known(out, self._encode_as_array(data, out, cache))
         n = encode_bytes(data, out, cache, work)
         if n < 0:
+            if n == SPLIT_REFUSED:
+                return self._known(out, self._split_and_encode(self.plan, np.frombuffer(data, _U8), out, cache))
             n = encode_bytes(data, out, cache, self._grow_scratch(-n))
         return self._known(out, n)
 
@@ -1710,6 +1795,27 @@ def _listed(ids: np.ndarray | None) -> list[np.ndarray] | None:
 def _extended(arrays: list[np.ndarray], more: list[np.ndarray]) -> list[np.ndarray]:
     arrays.extend(more)  # in place: ``+`` would copy the list for every part
     return arrays
+
+
+def _refusing(kernel, fallback, plan):
+    """``kernel(plan, data, ...)``, or ``fallback`` with the same arguments where the kernel returns
+    ``SPLIT_REFUSED``; ``unchecked`` and ``unchecked_bytes`` (the ahead-of-time entry's, bound to
+    ``plan``) carried over, the former wrapped the same way, the latter returning ``SPLIT_REFUSED``
+    for its caller to see."""
+
+    def call(plan, data, *rest):
+        n = kernel(plan, data, *rest)
+        return fallback(plan, data, *rest) if n == SPLIT_REFUSED else n
+
+    unchecked = getattr(kernel, "unchecked", None)
+    if unchecked is not None:
+        def call_unchecked(data, *rest):
+            n = unchecked(data, *rest)
+            return fallback(plan, data, *rest) if n == SPLIT_REFUSED else n
+
+        call.unchecked = call_unchecked
+    call.unchecked_bytes = getattr(kernel, "unchecked_bytes", None)
+    return call
 
 
 class _DirectCall:

@@ -251,6 +251,9 @@ class ProgramPretokenizer:
         if engine == "transducer" and transducer is None:
             raise ValueError(f"the pattern {pattern!r} has no transducer")
         p = program
+        #: the transducer's tables as ``split_utf8`` takes them (None for the generated matcher): the
+        #: fused kernel splits with them in its own call (``fast_pipeline.SplitTables``)
+        self.transducer_arguments = None if transducer is None else split_arguments(transducer, p)
         if transducer is not None:
             self.engine = "transducer"
             self._matcher = transduce
