@@ -145,17 +145,28 @@ def test_shapes_outside_the_subset_are_refused(pattern):
     assert compile_pattern(pattern) is None
 
 
-def test_a_cache_root_that_cannot_be_written_leaves_the_pattern_on_regex(tmp_path, monkeypatch):
-    from bpebench.algorithms.pipeline import pretokenize_program
+def test_a_cache_root_that_cannot_be_written_leaves_the_generated_matcher_on_regex(tmp_path, monkeypatch):
+    """The generated matcher is a module written under the cache root: without one the pattern stays
+    on ``regex``. The transducer needs no file (its tables are built in memory when they cannot be
+    kept), so the same pattern still splits through it, as ``regex`` does."""
+    from bpebench.algorithms.pipeline import pretokenize_program, pretokenize_transducer
 
+    pattern = r"\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+"
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     monkeypatch.setenv("BPEBENCH_CACHE", str(blocked))
     pretokenize_program._matcher.cache_clear()
+    pretokenize_transducer.transducer_for.cache_clear()
     try:
-        assert program_pretokenizer(r"\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+") is None
+        assert program_pretokenizer(pattern, engine="backtracking") is None
+        splitter = program_pretokenizer(pattern)
+        assert splitter.engine == "transducer"
+        text = "Ein Test, 42 mal.\n  ok"
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        assert splitter.piece_ends(data).tolist() == np.cumsum([len(p.encode()) for p in _pieces(pattern, text)]).tolist()
     finally:
         pretokenize_program._matcher.cache_clear()
+        pretokenize_transducer.transducer_for.cache_clear()
 
 
 def test_a_vocabulary_with_its_own_pattern_is_fused_through_the_program():

@@ -240,8 +240,10 @@ class ProgramPretokenizer:
     character, no branch on the text) when the program has one, else the generated matcher.
     ``engine`` names the one in use; ``engine="backtracking"`` asks for the generated matcher."""
 
-    def __init__(self, pattern: str, program, split_utf8, engine: str | None = None,
+    def __init__(self, pattern: str, program, split_utf8=None, engine: str | None = None,
                  fallback: str | None = None) -> None:
+        """``split_utf8``: the generated matcher's (:func:`_matcher`), needed unless the program has
+        a transducer."""
         from .pretokenize import RegexPretokenizer
         from .pretokenize_transducer import split_arguments, split_utf8 as transduce, transducer_for
 
@@ -259,24 +261,35 @@ class ProgramPretokenizer:
             self._matcher = transduce
             self._tables = split_arguments(transducer, p)
         else:
+            if split_utf8 is None:
+                raise ValueError(f"the pattern {pattern!r} has no transducer and no generated matcher was given")
             self.engine = "backtracking"
             self._matcher = split_utf8
             self._tables = (p.byte_classes, p.stage1, p.stage2, p.kind_classes, _NO_OFFSETS)
-        self._call = TextCall(self._matcher)
+        self._call = None  # made on first use (``_ready``)
         self.fallback = RegexPretokenizer(fallback or pattern)
-        # both code widths compiled (or loaded from numba's cache) now, not inside the first
-        # text that holds a non-ASCII character
-        for sample in (b"a 1.", "a \u00e9 1.".encode()):
-            self.piece_ends(np.frombuffer(sample, dtype=np.uint8))
 
     def split(self, text: str) -> list[str]:
         return self.fallback.split(text)
+
+    def _ready(self) -> TextCall:
+        """The compiled split, both code widths compiled (or loaded from numba's cache) at once, not
+        inside the first text that holds a non-ASCII character. Not at construction: the fused
+        pipeline splits with the transducer in its own compiled call, and needs this (and numba)
+        only for a text the transducer refuses or a long text split part by part."""
+        if self._call is None:
+            call = TextCall(self._matcher)
+            for sample in (b"a 1.", "a \u00e9 1.".encode()):
+                call(np.frombuffer(sample, dtype=np.uint8), *self._tables,
+                     np.empty(len(sample) + 1, dtype=np.int64))
+            self._call = call
+        return self._call
 
     def piece_ends(self, data: np.ndarray) -> np.ndarray | None:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end, or None when some of its
         text matches no branch (then ``split`` has the answer)."""
         ends = np.empty(len(data) + 1, dtype=np.int64)
-        m = self._call(data, *self._tables, ends)
+        m = (self._call or self._ready())(data, *self._tables, ends)
         return ends[:m] if m >= 0 else None
 
     def window_ends(self, data: np.ndarray) -> tuple[np.ndarray, int] | None:
@@ -302,8 +315,14 @@ def program_pretokenizer(pattern: str, engine: str | None = None) -> ProgramPret
     A pattern :func:`.pattern_program.with_gaps` wrote (HF's ``Split``, ``Isolated``) is split by the
     program of the pattern it wraps, and by ``regex`` with the wrapped one where that leaves text
     between matches."""
-    from .pattern_program import without_gaps
+    from .pattern_program import compile_pattern, without_gaps
+    from .pretokenize_transducer import transducer_for
 
-    inner = without_gaps(pattern)
-    found = _matcher(inner or pattern)
-    return None if found is None else ProgramPretokenizer(inner or pattern, *found, engine=engine, fallback=pattern)
+    own = without_gaps(pattern) or pattern
+    if engine != "backtracking":
+        # a transducer needs no generated module (whose import alone imports numba)
+        program = compile_pattern(own)
+        if program is not None and transducer_for(own) is not None:
+            return ProgramPretokenizer(own, program, None, engine=engine, fallback=pattern)
+    found = _matcher(own)
+    return None if found is None else ProgramPretokenizer(own, *found, engine=engine, fallback=pattern)

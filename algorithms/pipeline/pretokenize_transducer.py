@@ -64,7 +64,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels.jit import njit
 from .pattern_program import (AHEAD, CLASS, DOLLAR, END, GROUP, LAZY, NOT_AHEAD, POSSESSIVE, UNBOUNDED,
                               rest_cannot_start_in_class)
 # the run time (re-exported: callers and generated modules import the split from here)
@@ -529,25 +528,21 @@ def _pair_tables(table, n_states: int, n_kinds: int, byte_kinds):
     return pairs, shift, pair_kind, to_pair
 
 
-@njit(cache=True)
-def _fill_pairs(table, n_states, n_kinds, shift, pairs):
+def _fill_pairs(table, n_states: int, n_kinds: int, shift: int, pairs) -> None:
+    """Fill ``pairs`` (uint32[n_states << shift]) for :func:`_pair_tables`: every (state, first kind,
+    second kind) at once in numpy (at most ``MAX_PAIR_ENTRIES``: a few milliseconds, and no numba,
+    which a fused pipeline that splits in its compiled call never needs otherwise)."""
     low = np.uint64(0xFFFFFFFF)
-    for state in range(n_states):
-        for first in range(n_kinds):
-            entry = table[state * n_kinds + first]
-            packed = np.int64(entry >> np.uint64(32))
-            row = np.int64(entry & low)
-            for second in range(n_kinds):
-                at = (state << shift) + first * n_kinds + second
-                entry2 = table[row + second]
-                packed2 = np.int64(entry2 >> np.uint64(32))
-                if (packed | packed2) & RARE:
-                    pairs[at] = PAIR_RARE
-                    continue
-                after = (np.int64(entry2 & low) // n_kinds) << shift
-                first_end = (15 - ((packed >> _OFFSETS_AT) & 15)) | ((packed & 1) << 4)
-                second_end = (15 - ((packed2 >> _OFFSETS_AT) & 15)) | ((packed2 & 1) << 4)
-                pairs[at] = np.uint32(after | (first_end << _PAIR_FIRST_AT) | (second_end << _PAIR_SECOND_AT))
+    first = table.reshape(n_states, n_kinds)
+    packed = (first >> np.uint64(32)).astype(np.int64)[:, :, None]
+    second = table[(first & low).astype(np.int64)[:, :, None] + np.arange(n_kinds)]  # [state, first, second]
+    packed2 = (second >> np.uint64(32)).astype(np.int64)
+    after = ((second & low).astype(np.int64) // n_kinds) << shift
+    first_end = (15 - ((packed >> _OFFSETS_AT) & 15)) | ((packed & 1) << 4)
+    second_end = (15 - ((packed2 >> _OFFSETS_AT) & 15)) | ((packed2 & 1) << 4)
+    entries = after | (first_end << _PAIR_FIRST_AT) | (second_end << _PAIR_SECOND_AT)
+    entries = np.where(((packed | packed2) & RARE) != 0, PAIR_RARE, entries)
+    pairs.reshape(n_states, -1)[:, :n_kinds * n_kinds] = entries.reshape(n_states, -1).astype(np.uint32)
 
 
 def _byte_kinds(program) -> np.ndarray:
