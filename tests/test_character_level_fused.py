@@ -71,6 +71,9 @@ def test_takes_the_fused_stage_with_the_reference_ids(name):
     split = FILES[name]
     assert {"every": "cut before each '▁'", "run": "cut before each run of '▁'",
             "whole": "added tokens whole"}[split] in fused.components["path"]
+    # the compiled call cuts before the markers itself (no split in Python between texts)
+    assert bool(fused._hf.fused.plan.split.marker.shape[0]) == (split != "whole")
+    assert bool(fused._hf.fused.plan.split.every) == (split == "every")
     texts = list(HARD_STRINGS) + ["", " ", "   lead and trail   ", "▁▁▁x▁", "a\n\n  b\t\tc", "x" * 5000 + " y",
                                   "    " * 40 + "def f():\n        return 1\n", "😀🦜 京亰 " * 30, "a\ud800b"]
     for text in texts:

@@ -157,6 +157,7 @@ from ..kernels.cut_points import can_cut, crossing_set
 from .pretokenize_bits import (BITMAP_COLUMNS, LETTERS, OTHERS, REFUSED, ascii_rows_into, bitmap_rows,
                                class_bitmaps, letter_bitmaps_into, piece_starts, piece_starts_into, start_words)
 from .pretokenize_compiled import char_nbytes, next_piece_end, utf8_class_words, utf8_classes
+from .marker_split import marker_piece_ends
 from .transducer_split import split_window
 from ..kernels.interleaved_merge import (END, LANE_COLUMNS, LANES, START, TAG, WIDTH, lane_tokens,
                                          merge_pieces_interleaved)
@@ -193,9 +194,11 @@ class Plan(NamedTuple):
 
 
 class SplitTables(NamedTuple):
-    """A pattern transducer's tables (:func:`.pretokenize_transducer.split_arguments`, same order):
-    the kernel splits the text with them (:mod:`.transducer_split`) before it encodes the pieces,
-    in the same call. All empty (``n_kinds`` 0) for a plan whose pieces come from elsewhere."""
+    """How the kernel splits a text itself, in the call that encodes its pieces, where no bit-parallel
+    pre-tokenizer applies: with a pattern transducer's tables (:mod:`.transducer_split`; the first
+    twelve fields, :func:`.pretokenize_transducer.split_arguments`' order), or before each run of a
+    marker (``marker``, UTF-8; before each marker with ``every``: :mod:`.marker_split`). All empty
+    (``n_kinds`` 0, no marker) for a plan whose pieces come from elsewhere."""
 
     byte_kinds: np.ndarray  # uint16[128]
     stage1: np.ndarray  # int32: the pattern program's code point -> kind tables
@@ -209,18 +212,35 @@ class SplitTables(NamedTuple):
     pair_kind: np.ndarray  # uint16
     to_pair: np.ndarray  # uint32
     mark_free: np.ndarray  # uint8
+    marker: np.ndarray  # uint8: the marker's UTF-8 (empty: no marker split)
+    every: bool
 
 
-def split_tables(arguments: tuple | None = None) -> SplitTables:
-    """:class:`SplitTables` of a transducer's ``split_arguments``, or the empty ones (no transducer),
-    with the dtypes the compiled kernel was built for."""
+def split_tables(splitter=None) -> SplitTables:
+    """:class:`SplitTables` for ``splitter`` (a ``ProgramPretokenizer`` with a transducer, a
+    ``MarkerSplitter``), or the empty ones (the kernel does not split by itself), with the dtypes the
+    compiled kernel was built for."""
+    e = np.empty
+    arguments = getattr(splitter, "transducer_arguments", None)
     if arguments is None:
-        e = np.empty
-        return SplitTables(e(0, np.uint16), e(0, np.int32), e(0, np.uint16), e(0, np.uint64), e(0, np.uint64), 0, 0,
-                           e(0, np.uint32), 0, e(0, np.uint16), e(0, np.uint32), e(0, np.uint8))
+        arguments = (e(0, np.uint16), e(0, np.int32), e(0, np.uint16), e(0, np.uint64), e(0, np.uint64), 0, 0,
+                     e(0, np.uint32), 0, e(0, np.uint16), e(0, np.uint32), e(0, np.uint8))
+    marker = getattr(splitter, "marker_bytes", e(0, np.uint8))
     return SplitTables(*(np.ascontiguousarray(a, dtype=d) if d is not None else int(a) for a, d in
                          zip(arguments, (np.uint16, np.int32, np.uint16, np.uint64, np.uint64, None, None,
-                                         np.uint32, None, np.uint16, np.uint32, np.uint8))))
+                                         np.uint32, None, np.uint16, np.uint32, np.uint8))),
+                       np.ascontiguousarray(marker, dtype=np.uint8), bool(getattr(splitter, "every", False)))
+
+
+def splits_itself(plan) -> bool:
+    """Whether ``plan``'s kernel splits a text itself (:class:`SplitTables`)."""
+    return plan.split.n_kinds > 0 or plan.split.marker.shape[0] > 0
+
+
+@njit(cache=True, inline="always")
+def _own_split(plan):
+    """``splits_itself`` in the kernel."""
+    return plan.split.n_kinds > 0 or plan.split.marker.shape[0] > 0
 
 
 #: what the kernel returns when the plan's transducer finds text that no branch of its pattern
@@ -772,7 +792,7 @@ def _scratch_layout(plan, n, span):
     starts = bitmaps + bitmap_rows(span) * BITMAP_COLUMNS
     final = starts + start_words(span)
     ends = final + start_words(span)
-    total = ends + (n + 1 if plan.split.n_kinds > 0 else 0)
+    total = ends + (n + 1 if _own_split(plan) else 0)
     return chunk_ints, chunk_keys, ranks, parts, memo, dead, token, prev, queue, bitmaps, starts, final, total, ends
 
 
@@ -912,22 +932,26 @@ def _encode_segment_general(plan, data, start, end, out, n_out, cache, work, n, 
 
 
 @njit(cache=True, inline="always")
-def _encode_transduced(plan, data, start, end, out, n_out, cache, work, n, span):
-    """Split ``data[start:end]`` with the plan's transducer (``plan.split``) into the scratch's piece
-    ends, then encode the pieces as ``encode_pieces`` does: one compiled call where a pattern with no
-    bit-parallel pre-tokenizer took a call of the split, an array of ends and a call of the BPE
-    stage (2-3 us a text in Python). Returns the new ``n_out``, or ``SPLIT_REFUSED`` when some of the
-    text matches no branch of the pattern. ``work``: the call's scratch for ``n`` bytes (its ends
-    hold ``n + 1``) and segments of up to ``span``."""
+def _encode_split(plan, data, start, end, out, n_out, cache, work, n, span):
+    """Split ``data[start:end]`` as ``plan.split`` says (a pattern transducer, or cuts before a
+    marker) into the scratch's piece ends, then encode the pieces as ``encode_pieces`` does: one
+    compiled call where a pattern with no bit-parallel pre-tokenizer took a call of the split, an
+    array of ends and a call of the BPE stage (2-3 us a text in Python). Returns the new ``n_out``,
+    or ``SPLIT_REFUSED`` when some of the text matches no branch of the transducer's pattern.
+    ``work``: the call's scratch for ``n`` bytes (its ends hold ``n + 1``) and segments of up to
+    ``span``."""
     if start == end:
         return n_out
     t = plan.split
     at = _scratch_layout(plan, n, span)[13]
     ends = work[at:at + end - start + 1]
-    m = split_window(data[start:end], t.byte_kinds, t.stage1, t.stage2, t.table, t.final, t.start, t.n_kinds,
-                     t.pairs, t.pair_shift, t.pair_kind, t.to_pair, t.mark_free, ends, ends[:0])
-    if m < 0:
-        return np.int64(SPLIT_REFUSED)
+    if t.n_kinds > 0:
+        m = split_window(data[start:end], t.byte_kinds, t.stage1, t.stage2, t.table, t.final, t.start, t.n_kinds,
+                         t.pairs, t.pair_shift, t.pair_kind, t.to_pair, t.mark_free, ends, ends[:0])
+        if m < 0:
+            return np.int64(SPLIT_REFUSED)
+    else:
+        m = marker_piece_ends(data[start:end], t.marker, t.every, ends)
     chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, span)
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo, parts,
@@ -1007,8 +1031,8 @@ def encode_utf8(plan, data, out, cache):
     word 945 -> 852 ns against ``_encode_segments``, a function compiled with reference counts: see
     ``_encode_texts``)."""
     n = data.shape[0]
-    if plan.split.n_kinds > 0:  # a pattern transducer splits the text (no bitmaps needed)
-        return _encode_transduced(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, 0), n, 0)
+    if _own_split(plan):  # a pattern transducer or a marker splits the text (no bitmaps needed)
+        return _encode_split(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, 0), n, 0)
     span = min(n, SCRATCH_SEGMENT_BYTES)
     work = _new_scratch(plan, n, span)
     if 0 < n <= SEGMENT_BYTES:
@@ -1036,8 +1060,8 @@ def encode_utf8_reusing(plan, data, out, cache, work):
         return -layout[12]
     for i in range(layout[4], layout[5]):  # the memo's rows start empty (``_new_scratch``)
         work[i] = -1
-    if plan.split.n_kinds > 0:
-        return _encode_transduced(plan, data, 0, n, out, 0, cache, work, n, n)
+    if _own_split(plan):
+        return _encode_split(plan, data, 0, n, out, 0, cache, work, n, n)
     got = _encode_segment_bytes(plan, data, 0, n, out, 0, cache, work, n, n)
     if got >= 0:
         return got
@@ -1063,12 +1087,12 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
     n = data.shape[0]
-    if plan.split.n_kinds > 0:  # each text split by the plan's transducer, then encoded
+    if _own_split(plan):  # each text split by the plan's own splitter, then encoded
         work = _new_scratch(plan, n, 0)
         out_offsets[0] = 0
         n_out = np.int64(0)
         for text in range(text_offsets.shape[0] - 1):
-            n_out = _encode_transduced(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work,
+            n_out = _encode_split(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work,
                                        n, 0)
             if n_out < 0:
                 return n_out
@@ -1393,7 +1417,7 @@ class FusedPipeline:
                          short["byte_pair_ranks"], short["atom_floors"], merges_by_rank, int(short["token_offset"][0]), short_limit,
                          wide_limit,
                          live_pair_keys, live_pair_vals, crossing,
-                         split_tables(getattr(self.splitter, "transducer_arguments", None)))
+                         split_tables(self.splitter))
         self._all_bytes_are_tokens = bool((tables.byte_token >= 0).all())
         from .unknown_chars import UnknownCharacters
 
@@ -1417,8 +1441,8 @@ class FusedPipeline:
             self._id_lists = _aot.id_lists()
         #: the C helper's ``find_pair(data, first, second)`` (the first index of two bytes), or None
         self.find_pair = None if self._id_lists is None else self._id_lists.find_pair
-        if self.splitter is not None and self.plan.split.n_kinds > 0:
-            # the kernel splits with the pattern's transducer; ``regex`` takes a text it refuses
+        if self.splitter is not None and splits_itself(self.plan):
+            # the kernel splits (a transducer, a marker); ``regex`` takes a text a transducer refuses
             self._encode = _refusing(self._encode, self._split_and_encode, self.plan)
             self._encode_batch = _refusing(self._encode_batch, self._split_and_encode_batch, self.plan)
         elif self.splitter is not None:

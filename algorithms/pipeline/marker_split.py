@@ -88,12 +88,13 @@ class MarkerSplitter:
     def __init__(self, marker: str = SPACE_MARKER, every: bool = False) -> None:
         self.marker = marker
         self.every = bool(every)
-        self._marker_bytes = np.frombuffer(marker.encode("utf-8"), dtype=np.uint8)
+        #: the marker's UTF-8 (the fused kernel cuts with it in its own call: ``fast_pipeline.SplitTables``)
+        self.marker_bytes = np.frombuffer(marker.encode("utf-8"), dtype=np.uint8)
 
     def piece_ends(self, data: np.ndarray) -> np.ndarray:
         """int64 ends of the pieces of the UTF-8 bytes ``data``."""
         ends = np.empty(len(data) + 1, dtype=np.int64)
-        return ends[:marker_piece_ends(data, self._marker_bytes, self.every, ends)]
+        return ends[:marker_piece_ends(data, self.marker_bytes, self.every, ends)]
 
     def split(self, text: str) -> list[str]:
         pieces: list[str] = []
