@@ -320,3 +320,27 @@ def test_text_only_normalizers_equal_the_offset_keeping_ones_and_hf(spec, text):
     fast = ours.normalize(Piece(text)).text
     assert fast == ours.normalize(Piece(text, 0, list(range(len(text))))).text
     assert fast == _hf_with(normalizer=spec).normalizer.normalize_str(text)
+
+
+def test_the_digits_and_punctuation_classes_are_kept_under_the_cache_root(tmp_path, monkeypatch):
+    """``char_class`` tests every code point once (0.4 s) and keeps the class under the cache root; a
+    later process reads it back (the same class as made from scratch), and a damaged file is made
+    again rather than read."""
+    import regex
+
+    from bpebench.algorithms.pipeline import hf_unicode
+
+    monkeypatch.setenv("BPEBENCH_CACHE", str(tmp_path))
+    hf_unicode.char_class.cache_clear()
+    try:
+        made = hf_unicode.char_class("numeric")
+        assert made == hf_unicode._char_class("numeric")
+        (kept,) = (tmp_path / "patterns").glob("char_class_*.txt")
+        hf_unicode.char_class.cache_clear()
+        assert hf_unicode.char_class("numeric") == made
+        kept.write_bytes(kept.read_bytes()[:-5] + b"0-9]]")  # same length, wrong bytes: the checksum fails
+        hf_unicode.char_class.cache_clear()
+        assert hf_unicode.char_class("numeric") == made
+        assert regex.fullmatch(made, "\u0663") and not regex.fullmatch(made, "a")
+    finally:
+        hf_unicode.char_class.cache_clear()
