@@ -190,7 +190,7 @@ class Plan(NamedTuple):
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
     crossing: np.ndarray  # uint64: ``cut_points.crossing_set``, where a long piece may be cut
-    split: "SplitTables"  # the pattern's transducer, when the text is split by one in the kernel
+    split: "SplitTables"  # how the kernel splits a text itself (a transducer, a marker), or empty
 
 
 class SplitTables(NamedTuple):
@@ -775,8 +775,8 @@ def _scratch_layout(plan, n, span):
     """(offsets of the scratch's parts, total words) for a call over ``n`` bytes whose segments of up
     to ``span`` bytes take their bitmaps from it: lanes, chunk ints, chunk keys, merge ranks, merge
     parts, memo, backtracking's dead flags, the heap's three arrays (merges out of priority order
-    only), bitmaps, start words and their scratch, then the piece ends of a plan that splits with a
-    transducer (``n + 1``; none otherwise). The last two: (total words, where the ends start)."""
+    only), bitmaps, start words and their scratch, then the piece ends of a plan that splits a text
+    itself (``n + 1``; none otherwise). The last two: (total words, where the ends start)."""
     size = max(plan.short_limit, 1)
     heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
     chunk_ints = LANES * LANE_COLUMNS
@@ -1029,7 +1029,8 @@ def encode_utf8(plan, data, out, cache):
     the calling thread's piece cache (``new_piece_cache``; 0 slots: none). A text of one segment that
     splits over its bytes goes straight to ``_encode_segment_bytes`` (the ahead-of-time kernel on a
     word 945 -> 852 ns against ``_encode_segments``, a function compiled with reference counts: see
-    ``_encode_texts``)."""
+    ``_encode_texts``). A plan that splits a text itself takes ``_encode_split`` (``SPLIT_REFUSED``
+    back when its transducer refuses the text)."""
     n = data.shape[0]
     if _own_split(plan):  # a pattern transducer or a marker splits the text (no bitmaps needed)
         return _encode_split(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, 0), n, 0)
@@ -1085,15 +1086,16 @@ def encode_pieces(plan, data, piece_ends, out, cache):
 @njit(cache=True, nogil=True)
 def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     """Encode each text ``data[text_offsets[i]:text_offsets[i+1]]``; its ids are
-    ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids."""
+    ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids (``SPLIT_REFUSED`` when
+    the plan's transducer refuses one of the texts: ``_encode_split``)."""
     n = data.shape[0]
     if _own_split(plan):  # each text split by the plan's own splitter, then encoded
         work = _new_scratch(plan, n, 0)
         out_offsets[0] = 0
         n_out = np.int64(0)
         for text in range(text_offsets.shape[0] - 1):
-            n_out = _encode_split(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work,
-                                       n, 0)
+            n_out = _encode_split(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work, n,
+                                  0)
             if n_out < 0:
                 return n_out
             out_offsets[text + 1] = n_out

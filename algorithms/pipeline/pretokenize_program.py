@@ -259,7 +259,7 @@ class ProgramPretokenizer:
         if transducer is not None:
             self.engine = "transducer"
             self._matcher = transduce
-            self._tables = split_arguments(transducer, p)
+            self._tables = self.transducer_arguments
         else:
             if split_utf8 is None:
                 raise ValueError(f"the pattern {pattern!r} has no transducer and no generated matcher was given")

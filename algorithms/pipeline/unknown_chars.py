@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 class UnknownCharacters:
     """What each helper id of a vocabulary becomes (the ids at or above :attr:`first_helper` are
     the helpers; ``formats/char_units.py`` appends them after the real vocabulary)."""
@@ -74,8 +73,7 @@ class UnknownCharacters:
     def rewrite(self, ids: np.ndarray, offsets: np.ndarray | None = None):
         """``ids`` (int32) with every helper replaced, or None when none is there. With ``offsets``
         (int64 bounds of texts in ``ids``): ``(ids, new offsets)``, no run of unknown characters
-        fused across two texts. A few numpy passes over the ids (no compiled call: a process that
-        never meets an unknown character never imports numba for it)."""
+        fused across two texts. A few numpy passes over the ids (no compiled call, so no numba)."""
         if not len(ids) or ids.max() < self.first_helper:  # the common case: text the vocabulary covers
             return None
         n = len(ids)
