@@ -446,3 +446,22 @@ def test_a_generated_module_loaded_by_two_threads_at_once_is_whole_in_both():
     for thread in threads:
         thread.join()
     assert len(found) == 2 and all(module is not None and module.VALUE == 1 for module in found)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_two_stage_tables_are_numpys_unique_kinds_and_blocks(seed):
+    """``two_stage`` tells blocks apart by their bytes and sorts only the distinct ones: the same
+    tables as ``np.unique`` over the code points' bits and over the 256-code-point blocks."""
+    from bpebench.algorithms.pipeline.pattern_program import two_stage
+
+    rng = np.random.default_rng(seed)
+    flat = np.zeros(0x110000, dtype=np.uint32)
+    flat[:0x3000] = rng.integers(0, 6, 0x3000)  # many distinct blocks, few kinds
+    flat[rng.integers(0, 0x110000, 500)] = rng.integers(1, 1 << 30, 500)  # lone kinds far apart
+    kinds, kind_of = np.unique(flat, return_inverse=True)
+    blocks, stage1 = np.unique(kind_of.astype(np.uint16).reshape(-1, 256), axis=0, return_inverse=True)
+    got = two_stage(flat)
+    assert [a.dtype for a in got] == [np.int32, np.uint16, np.uint32]
+    assert got[0].tolist() == stage1.ravel().tolist()
+    assert got[1].tolist() == blocks.ravel().tolist()
+    assert got[2].tolist() == kinds.tolist()
