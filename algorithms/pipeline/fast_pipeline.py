@@ -220,15 +220,13 @@ def split_tables(splitter=None) -> SplitTables:
     """:class:`SplitTables` for ``splitter`` (a ``ProgramPretokenizer`` with a transducer, a
     ``MarkerSplitter``), or the empty ones (the kernel does not split by itself), with the dtypes the
     compiled kernel was built for."""
-    e = np.empty
+    dtypes = (np.uint16, np.int32, np.uint16, np.uint64, np.uint64, None, None, np.uint32, None, np.uint16, np.uint32,
+              np.uint8)  # None: an int
     arguments = getattr(splitter, "transducer_arguments", None)
-    if arguments is None:
-        arguments = (e(0, np.uint16), e(0, np.int32), e(0, np.uint16), e(0, np.uint64), e(0, np.uint64), 0, 0,
-                     e(0, np.uint32), 0, e(0, np.uint16), e(0, np.uint32), e(0, np.uint8))
-    marker = getattr(splitter, "marker_bytes", e(0, np.uint8))
-    return SplitTables(*(np.ascontiguousarray(a, dtype=d) if d is not None else int(a) for a, d in
-                         zip(arguments, (np.uint16, np.int32, np.uint16, np.uint64, np.uint64, None, None,
-                                         np.uint32, None, np.uint16, np.uint32, np.uint8))),
+    if arguments is None:  # no transducer: empty arrays, zeros
+        arguments = tuple(0 if d is None else () for d in dtypes)
+    marker = getattr(splitter, "marker_bytes", ())
+    return SplitTables(*(int(a) if d is None else np.ascontiguousarray(a, dtype=d) for a, d in zip(arguments, dtypes)),
                        np.ascontiguousarray(marker, dtype=np.uint8), bool(getattr(splitter, "every", False)))
 
 
@@ -237,10 +235,8 @@ def splits_itself(plan) -> bool:
     return plan.split.n_kinds > 0 or plan.split.marker.shape[0] > 0
 
 
-@njit(cache=True, inline="always")
-def _own_split(plan):
-    """``splits_itself`` in the kernel."""
-    return plan.split.n_kinds > 0 or plan.split.marker.shape[0] > 0
+#: ``splits_itself`` in the kernel (the Python one never imports numba)
+_own_split = njit(cache=True, inline="always")(splits_itself)
 
 
 #: what the kernel returns when the plan's transducer finds text that no branch of its pattern
