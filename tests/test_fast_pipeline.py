@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from bpebench import corpora
 from bpebench.errors import BpebenchError
 from bpebench.algorithms.pipeline.fast_pipeline import (FusedPipeline, _merge_loop_limit, fused_pipeline, new_piece_cache,
-                                                        unsupported_reason)
+                                                        split_views, unsupported_reason)
 from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.peers import make_peer
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
@@ -889,7 +889,13 @@ def test_a_pattern_with_no_compiled_pre_tokenizer_is_fused_behind_regex(pattern)
     vocab = Vocabulary.from_ranks(list(base.tokens), name="cl100k-custom", pattern=pattern)
     tok = Tokenizer(vocab)
     assert tok.fused and tok._fused.splitter is not None
-    assert (tok._fused.plan.split.n_kinds > 0) == (pattern is not None)  # the kernel splits with the transducer
+    split = tok._fused.plan.split  # the kernel splits with the transducer, its tables packed as they were made
+    assert (split.size > 0) == (pattern is not None)
+    if pattern is not None:
+        views = split_views(split)
+        arguments = tok._fused.splitter.transducer_arguments
+        assert all(np.array_equal(np.asarray(a), np.asarray(v)) for a, v in zip(arguments, views))
+        assert views[6] > 0 and views[12].size == 0  # n_kinds; no marker
     reference = Tokenizer(vocab, algorithm="naive")
     text = corpora.get("prose-en", size=20_000) + corpora.get("udhr-all", size=6_000)
     if pattern is None:

@@ -190,49 +190,83 @@ class Plan(NamedTuple):
     live_pair_keys: np.ndarray  # int64: every live merge (left << 32 | right), for ``heap_piece``
     live_pair_vals: np.ndarray  # int32: the token it forms
     crossing: np.ndarray  # uint64: ``cut_points.crossing_set``, where a long piece may be cut
-    split: "SplitTables"  # how the kernel splits a text itself (a transducer, a marker), or empty
+    split: np.ndarray  # uint64: how the kernel splits a text itself (``split_tables``), or empty
 
 
-class SplitTables(NamedTuple):
+#: the arrays of a packed split (:func:`split_tables`), in order, with their dtypes: a pattern
+#: transducer's tables (:func:`.pretokenize_transducer.split_arguments`' arrays) and the marker
+SPLIT_ARRAYS = (("byte_kinds", np.uint16), ("stage1", np.int32), ("stage2", np.uint16), ("table", np.uint64),
+                ("final", np.uint64), ("pairs", np.uint32), ("pair_kind", np.uint16), ("to_pair", np.uint32),
+                ("mark_free", np.uint8), ("marker", np.uint8))
+#: the scalars after the arrays' (offset, length) pairs in the header
+SPLIT_SCALARS = ("start", "n_kinds", "pair_shift", "every")
+_SPLIT_SCALARS_AT = 2 * len(SPLIT_ARRAYS)
+_SPLIT_HEADER = _SPLIT_SCALARS_AT + len(SPLIT_SCALARS)
+
+
+def split_tables(splitter=None) -> np.ndarray:
     """How the kernel splits a text itself, in the call that encodes its pieces, where no bit-parallel
-    pre-tokenizer applies: with a pattern transducer's tables (:mod:`.transducer_split`; the first
-    twelve fields, :func:`.pretokenize_transducer.split_arguments`' order), or before each run of a
-    marker (``marker``, UTF-8; before each marker with ``every``: :mod:`.marker_split`). All empty
-    (``n_kinds`` 0, no marker) for a plan whose pieces come from elsewhere."""
+    pre-tokenizer applies, packed into one uint64 array (the Plan's ``split``): a pattern transducer's
+    tables (``splitter.transducer_arguments``, :mod:`.transducer_split`), or a marker to cut before
+    each run of (``splitter.marker_bytes``, UTF-8; before each marker with ``every``:
+    :mod:`.marker_split`). Empty for a plan whose pieces come from elsewhere (``splitter`` None).
 
-    byte_kinds: np.ndarray  # uint16[128]
-    stage1: np.ndarray  # int32: the pattern program's code point -> kind tables
-    stage2: np.ndarray  # uint16
-    table: np.ndarray  # uint64
-    final: np.ndarray  # uint64
-    start: int
-    n_kinds: int
-    pairs: np.ndarray  # uint32
-    pair_shift: int
-    pair_kind: np.ndarray  # uint16
-    to_pair: np.ndarray  # uint32
-    mark_free: np.ndarray  # uint8
-    marker: np.ndarray  # uint8: the marker's UTF-8 (empty: no marker split)
-    every: bool
-
-
-def split_tables(splitter=None) -> SplitTables:
-    """:class:`SplitTables` for ``splitter`` (a ``ProgramPretokenizer`` with a transducer, a
-    ``MarkerSplitter``), or the empty ones (the kernel does not split by itself), with the dtypes the
-    compiled kernel was built for."""
-    dtypes = (np.uint16, np.int32, np.uint16, np.uint64, np.uint64, None, None, np.uint32, None, np.uint16, np.uint32,
-              np.uint8)  # None: an int
+    One array rather than fourteen leaves: the Plan is every kernel function's argument, passed as
+    its leaves, so each leaf costs every call (the kernel on a word 0.90 us with the leaves apart, 0.85
+    packed; docs/performance.md).
+    Layout: a header of (offset in words, length) per array of :data:`SPLIT_ARRAYS`, then the
+    scalars of :data:`SPLIT_SCALARS`; each array's bytes from its offset, padded to whole words.
+    :func:`split_views` reads it back."""
     arguments = getattr(splitter, "transducer_arguments", None)
-    if arguments is None:  # no transducer: empty arrays, zeros
-        arguments = tuple(0 if d is None else () for d in dtypes)
     marker = getattr(splitter, "marker_bytes", ())
-    return SplitTables(*(int(a) if d is None else np.ascontiguousarray(a, dtype=d) for a, d in zip(arguments, dtypes)),
-                       np.ascontiguousarray(marker, dtype=np.uint8), bool(getattr(splitter, "every", False)))
+    if arguments is None and not len(marker):
+        return np.zeros(0, dtype=np.uint64)
+    if arguments is None:  # a marker only
+        arrays = {name: () for name, _ in SPLIT_ARRAYS}
+        scalars = dict.fromkeys(SPLIT_SCALARS, 0)
+    else:
+        byte_kinds, stage1, stage2, table, final, start, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free \
+            = arguments
+        arrays = dict(byte_kinds=byte_kinds, stage1=stage1, stage2=stage2, table=table, final=final, pairs=pairs,
+                      pair_kind=pair_kind, to_pair=to_pair, mark_free=mark_free)
+        scalars = dict(start=start, n_kinds=n_kinds, pair_shift=pair_shift, every=0)
+    arrays["marker"] = marker
+    scalars["every"] = int(bool(getattr(splitter, "every", False)))
+    header, parts, at = [], [], _SPLIT_HEADER
+    for name, dtype in SPLIT_ARRAYS:
+        values = np.ascontiguousarray(arrays[name], dtype=dtype).ravel()
+        words = np.zeros(-(-values.nbytes // 8), dtype=np.uint64)
+        words.view(np.uint8)[:values.nbytes] = values.view(np.uint8)
+        header += [at, values.shape[0]]
+        parts.append(words)
+        at += words.shape[0]
+    header += [int(scalars[name]) for name in SPLIT_SCALARS]
+    return np.concatenate([np.array(header, dtype=np.uint64)] + parts)
+
+
+@njit(cache=True, inline="always")
+def _split_array(packed, i, dtype, itemsize):
+    at, length = np.int64(packed[2 * i]), np.int64(packed[2 * i + 1])
+    return packed[at:at + (length * itemsize + 7) // 8].view(dtype)[:length]
+
+
+@njit(cache=True, inline="always")
+def split_views(packed):
+    """The arrays and scalars of a packed split (:func:`split_tables`), as views of it:
+    ``(byte_kinds, stage1, stage2, table, final, start, n_kinds, pairs, pair_shift, pair_kind, to_pair,
+    mark_free, marker, every)``, the transducer's in :func:`.transducer_split.split_window`'s order."""
+    h = _SPLIT_SCALARS_AT
+    return (_split_array(packed, 0, np.uint16, 2), _split_array(packed, 1, np.int32, 4),
+            _split_array(packed, 2, np.uint16, 2), _split_array(packed, 3, np.uint64, 8),
+            _split_array(packed, 4, np.uint64, 8), np.int64(packed[h]), np.int64(packed[h + 1]),
+            _split_array(packed, 5, np.uint32, 4), np.int64(packed[h + 2]), _split_array(packed, 6, np.uint16, 2),
+            _split_array(packed, 7, np.uint32, 4), _split_array(packed, 8, np.uint8, 1),
+            _split_array(packed, 9, np.uint8, 1), packed[h + 3] != 0)
 
 
 def splits_itself(plan) -> bool:
-    """Whether ``plan``'s kernel splits a text itself (:class:`SplitTables`)."""
-    return plan.split.n_kinds > 0 or plan.split.marker.shape[0] > 0
+    """Whether ``plan``'s kernel splits a text itself (:func:`split_tables`)."""
+    return plan.split.shape[0] > 0
 
 
 #: ``splits_itself`` in the kernel (the Python one never imports numba)
@@ -938,16 +972,17 @@ def _encode_split(plan, data, start, end, out, n_out, cache, work, n, span):
     ``span``."""
     if start == end:
         return n_out
-    t = plan.split
+    (byte_kinds, stage1, stage2, table, final, first, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free,
+     marker, every) = split_views(plan.split)
     at = _scratch_layout(plan, n, span)[13]
     ends = work[at:at + end - start + 1]
-    if t.n_kinds > 0:
-        m = split_window(data[start:end], t.byte_kinds, t.stage1, t.stage2, t.table, t.final, t.start, t.n_kinds,
-                         t.pairs, t.pair_shift, t.pair_kind, t.to_pair, t.mark_free, ends, ends[:0])
+    if n_kinds > 0:
+        m = split_window(data[start:end], byte_kinds, stage1, stage2, table, final, first, n_kinds, pairs,
+                         pair_shift, pair_kind, to_pair, mark_free, ends, ends[:0])
         if m < 0:
             return np.int64(SPLIT_REFUSED)
     else:
-        m = marker_piece_ends(data[start:end], t.marker, t.every, ends)
+        m = marker_piece_ends(data[start:end], marker, every, ends)
     chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, span)
     no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
     return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo, parts,

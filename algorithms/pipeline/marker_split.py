@@ -88,7 +88,7 @@ class MarkerSplitter:
     def __init__(self, marker: str = SPACE_MARKER, every: bool = False) -> None:
         self.marker = marker
         self.every = bool(every)
-        #: the marker's UTF-8 (the fused kernel cuts with it in its own call: ``fast_pipeline.SplitTables``)
+        #: the marker's UTF-8 (the fused kernel cuts with it in its own call: ``fast_pipeline.split_tables``)
         self.marker_bytes = np.frombuffer(marker.encode("utf-8"), dtype=np.uint8)
 
     def piece_ends(self, data: np.ndarray) -> np.ndarray:

@@ -254,7 +254,7 @@ class ProgramPretokenizer:
             raise ValueError(f"the pattern {pattern!r} has no transducer")
         p = program
         #: the transducer's tables as ``split_utf8`` takes them (None for the generated matcher): the
-        #: fused kernel splits with them in its own call (``fast_pipeline.SplitTables``)
+        #: fused kernel splits with them in its own call (``fast_pipeline.split_tables``)
         self.transducer_arguments = None if transducer is None else split_arguments(transducer, p)
         if transducer is not None:
             self.engine = "transducer"

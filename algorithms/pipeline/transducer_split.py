@@ -6,7 +6,7 @@ branch on the text but at rare steps. Exact with respect to ``regex.findall`` fo
 Kept apart from the construction so that the fused kernel (:mod:`.fast_pipeline`) can split and
 encode in one compiled call without importing the builder: numba compiles these functions into
 the ahead-of-time module, and a vocabulary whose pattern has a transducer carries its tables in
-its Plan (``fast_pipeline.SplitTables``).
+its Plan (``fast_pipeline.split_tables``).
 
 numba API::
 
