@@ -2,8 +2,8 @@
 
 It compiles the fused pipeline's entry points into one extension module with
 ``numba.pycc`` (each wrapped in a generated function that takes the Plan as one int64
-handle of addresses, shapes and scalars, see :mod:`.aot`), compiles ``id_lists.c`` beside it, and writes the
-manifest that :mod:`.aot` checks before it loads anything. Kept apart from the loader so
+handle of addresses, shapes and scalars, see :mod:`.aot`), links ``id_lists.c`` into it (a second
+module of the same shared object), and writes the manifest that :mod:`.aot` checks before it loads anything. Kept apart from the loader so
 that a process that only encodes imports neither this module nor the kernels' sources
 twice.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from . import aot, fast_pipeline
-from .aot import FORMAT_VERSION, ID_LISTS_MODULE, ID_LISTS_SOURCE, MODULE_NAME, AotError, _file_record, _one_line
+from .aot import FORMAT_VERSION, ID_LISTS_SOURCE, MODULE_NAME, AotError, _file_record, _one_line
 
 
 def main(argv: list[str]) -> int:
@@ -56,6 +56,9 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
             raise AotError(f"no working C compiler for numba.pycc ({type(exc).__name__})") from None
         cc.output_dir = str(out_dir)
         cc.target_cpu = "host"  # as the JIT compiles: for this machine's CPU (the key holds it)
+        # the id-list helper compiled and linked with pycc's own C sources (its symbols are static
+        # but for its PyInit), so that loading both is one dlopen
+        cc._mixin_sources = [*cc._mixin_sources, str(Path(__file__).resolve().parent / ID_LISTS_SOURCE)]
 
         from ..kernels import jit
 
@@ -81,10 +84,9 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         cc.export("encode_pieces", types.int64(handle, data, piece_ends, ids, cache))(exports["encode_pieces"])
         cc.compile()
         cpu = llvm.get_host_cpu_name()
-        id_lists = _compile_id_lists(out_dir)
     manifest = {
         "format": FORMAT_VERSION, "key": aot.build_key(), "parts": aot._key_parts(), **_file_record(out_dir / cc.output_file),
-        "helpers": {ID_LISTS_MODULE: _file_record(id_lists)}, "plan": description,
+        "plan": description,
         "host_cpu": cpu, "numba": numba.__version__, "seconds": round(time.perf_counter() - start, 1),
         "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -107,27 +109,6 @@ def _release_the_gil() -> None:
             self.release_gil = True
 
     pycc_compiler.Flags = ReleasingFlags
-
-
-def _compile_id_lists(out_dir: Path) -> Path:
-    """Compile ``id_lists.c`` into the extension module ``_bpebench_ids`` in ``out_dir``, with the
-    compiler and flags Python's own extensions use (numba's toolchain, as pycc does)."""
-    import shutil
-    import tempfile
-
-    from numba.pycc.platform import Toolchain
-
-    toolchain = Toolchain()
-    build_dir = tempfile.mkdtemp(prefix="bpebench-ids-")
-    try:
-        objects = toolchain.compile_objects([str(Path(__file__).resolve().parent / ID_LISTS_SOURCE)], build_dir,
-                                            include_dirs=toolchain.get_python_include_dirs())
-        output = out_dir / toolchain.get_ext_filename(ID_LISTS_MODULE)
-        toolchain.link_shared(str(output), objects, toolchain.get_python_libraries(),
-                              toolchain.get_python_library_dirs(), export_symbols=[f"PyInit_{ID_LISTS_MODULE}"])
-    finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
-    return output
 
 
 def _generate_exports(description: dict, fast_pipeline) -> dict:
