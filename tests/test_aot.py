@@ -172,11 +172,13 @@ def test_bytes_entry_point_equals_jit(name, text, pipelines):
     data = text.encode("utf-8")
     out = np.empty(len(data), dtype=np.int32)
     cache = new_piece_cache(16)
-    needed = fp._encode_bytes_own(data, out, cache, np.zeros(1, dtype=np.int64))
+    short = np.zeros(1, dtype=np.int64)
+    needed = fp._encode_bytes_own(fp._bytes_state(out, cache, short), data)
     assert (needed < 0) == (0 < len(data) <= SEGMENT_BYTES)  # a longer text allocates its own
     work = np.random.default_rng(len(data)).integers(-3, 3, size=max(-needed, 1), dtype=np.int64)
+    state = fp._bytes_state(out, cache, work)
     held = sys.getrefcount(data)
-    n = fp._encode_bytes_own(data, out, cache, work)
+    n = fp._encode_bytes_own(state, data)
     kept = sys.getrefcount(data) - held
     assert kept == 0
     assert n >= 0 and out[:n].tolist() == aot_and_jit(fp, data)[1]

@@ -73,10 +73,10 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         cc.export("encode_utf8", types.int64(handle, data, ids, cache))(exports["encode_utf8"])
         # the same kernel on a ``bytes`` object: its array is made inside (``np.frombuffer`` and the
         # array argument's conversion cost a short text's call about 0.5 us in Python), with the
-        # calling thread's scratch (``encode_utf8_reusing``)
+        # calling thread's ids, piece cache and scratch (``encode_utf8_reusing``) given by address
+        # in one array with the plan's handle (each array argument cost about 75 ns to convert)
         text = types.Bytes(types.uint8, 1, "C", readonly=True)
-        work = types.Array(types.int64, 1, "C")
-        cc.export("encode_bytes", types.int64(handle, text, ids, cache, work))(exports["encode_bytes"])
+        cc.export("encode_bytes", types.int64(handle, text))(exports["encode_bytes"])
         cc.export("encode_utf8_batch", types.int64(handle, data, offsets, ids, out_offsets, cache))(
             exports["encode_utf8_batch"])
         # writable, as the empty piece ends of the other entry points are: one compiled copy of the loop
@@ -156,10 +156,17 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
         return f"{classes[prefix]}({', '.join(parts)})"
 
     plan = construct("")
+    # ``encode_bytes`` takes a call state (:func:`.aot.call_state`): the handle, then the addresses
+    # and lengths of the thread's ids, piece cache and scratch
+    _, at = aot.handle_layout(description)
+    namespace.update(_I32=np.int32, _I64=np.int64)
+    buffers = (f"_carray(_pointer(handle[{at}], _I32), (handle[{at + 1}],)), "
+               f"_carray(_pointer(handle[{at + 2}], _I64), (handle[{at + 3}], {aot.CACHE_ROW_WORDS})), "
+               f"_carray(_pointer(handle[{at + 4}], _I64), (handle[{at + 5}],))")
     source = (f"def encode_utf8(handle, data, out, cache):\n"
               f"    return _encode_utf8({plan}, data, out, cache)\n\n"
-              f"def encode_bytes(handle, text, out, cache, work):\n"
-              f"    return _encode_utf8_reusing({plan}, _frombuffer(text, _u8), out, cache, work)\n\n"
+              f"def encode_bytes(handle, text):\n"
+              f"    return _encode_utf8_reusing({plan}, _frombuffer(text, _u8), {buffers})\n\n"
               f"def encode_utf8_batch(handle, data, text_offsets, out, out_offsets, cache):\n"
               f"    return _encode_utf8_batch({plan}, data, text_offsets, out, out_offsets, cache)\n\n"
               f"def encode_pieces(handle, data, piece_ends, out, cache):\n"

@@ -1490,6 +1490,8 @@ class FusedPipeline:
         # the ahead-of-time kernel on a ``bytes`` text (no numpy array made in Python), where no byte
         # needs the encodability check
         self._encode_bytes_own = getattr(self._encode, "unchecked_bytes", None) if self._all_bytes_are_tokens else None
+        # ... whose buffers it takes by address, with the plan's handle, in one array per thread
+        self._bytes_state = getattr(self._encode, "bytes_state", None)
         self._encode_pieces_own = (getattr(self._encode_pieces, "unchecked", None)
                                    or functools.partial(self._encode_pieces, self.plan))
 
@@ -1644,16 +1646,32 @@ class FusedPipeline:
     def _encode_into_buffer(self, data: bytes) -> tuple[np.ndarray, int]:
         """(the calling thread's id buffer, the number of ids of the UTF-8 text ``data`` written to it):
         the ahead-of-time kernel on the ``bytes`` with the thread's scratch, grown when it asks."""
-        out, cache, work = self._buffers(len(data))
         encode_bytes = self._encode_bytes_own
         if encode_bytes is None:
+            out, cache, _ = self._buffers(len(data))
             return self._known(out, self._encode_as_array(data, out, cache))
-        n = encode_bytes(data, out, cache, work)
+        found = getattr(self._per_thread, "bytes_call", None)
+        if found is None or len(found[0]) < len(data):
+            found = self._bytes_call(len(data))
+        out, state, buffers = found
+        n = encode_bytes(state, data)
         if n < 0:
             if n == SPLIT_REFUSED:
-                return self._known(out, self._split_and_encode(self.plan, np.frombuffer(data, _U8), out, cache))
-            n = encode_bytes(data, out, cache, self._grow_scratch(-n))
+                return self._known(out, self._split_and_encode(self.plan, np.frombuffer(data, _U8), out, buffers[1]))
+            self._grow_scratch(-n)
+            out, state, _ = self._bytes_call(len(data))
+            n = encode_bytes(state, data)
         return self._known(out, n)
+
+    def _bytes_call(self, size: int) -> tuple:
+        """(an output buffer of at least ``size`` ids, the state the ahead-of-time ``encode_bytes``
+        takes: the plan's handle and the addresses of that buffer, the piece cache and the scratch,
+        those three buffers, which the state needs alive) of the calling thread."""
+        buffers = self._buffers(size)
+        found = buffers[0], self._bytes_state(*buffers), buffers
+        if size <= self.REUSE_MAX:
+            self._per_thread.bytes_call = found
+        return found
 
     def _encode_as_array(self, data: bytes, out: np.ndarray, cache: np.ndarray) -> int:
         """The number of ids of the UTF-8 text ``data`` written into ``out`` (at least as long), the text
@@ -1684,6 +1702,7 @@ class FusedPipeline:
         found = getattr(self._per_thread, "buffers", None)
         if found is not None:
             self._per_thread.buffers = found[0], found[1], work
+        self._per_thread.bytes_call = None  # its state holds the old scratch's address
         return work
 
     def thread_cache(self) -> np.ndarray:
@@ -1875,6 +1894,7 @@ def _refusing(kernel, fallback, plan):
 
         call.unchecked = call_unchecked
     call.unchecked_bytes = getattr(kernel, "unchecked_bytes", None)
+    call.bytes_state = getattr(kernel, "bytes_state", None)
     return call
 
 
