@@ -2,10 +2,10 @@
 
 It compiles the fused pipeline's entry points into one extension module with
 ``numba.pycc`` (each wrapped in a generated function that takes the Plan as one int64
-handle of addresses, shapes and scalars, see :mod:`.aot`), links ``id_lists.c`` into it (a second
-module of the same shared object), and writes the manifest that :mod:`.aot` checks before it loads anything. Kept apart from the loader so
-that a process that only encodes imports neither this module nor the kernels' sources
-twice.
+handle of addresses, shapes and scalars, see :mod:`.aot`), links ``id_lists.c`` into it (a
+second module of the same shared object), and writes the manifest that :mod:`.aot` checks
+before it loads anything. Kept apart from the loader so that a process that only encodes
+imports neither this module nor the kernels' sources twice.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def _release_the_gil() -> None:
 def _generate_exports(description: dict, fast_pipeline) -> dict:
     """Python source of the four exported functions (plan handle -> Plan -> kernel), compiled: each
     array leaf becomes ``numba.carray`` over its address and shape from the handle
-    (:func:`.aot.handle_layout`), each scalar the handle's slot."""
+    (:func:`.aot.handle_layout`), each scalar the handle's slot; ``encode_bytes``' handle is a call
+    state (:func:`.aot.call_state`), its buffers after the plan's leaves."""
     import importlib
 
     import numba
