@@ -1661,7 +1661,7 @@ class FusedPipeline:
             self._grow_scratch(-n)
             out, state, _ = self._bytes_call(len(data))
             n = encode_bytes(state, data)
-        return self._known(out, n)
+        return (out, n) if self.unknown is None else self._known(out, n)  # no call on the common path
 
     def _bytes_call(self, size: int) -> tuple:
         """(an output buffer of at least ``size`` ids, the state the ahead-of-time ``encode_bytes``
