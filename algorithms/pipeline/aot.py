@@ -400,7 +400,7 @@ def _encode_entry(function, description: dict, plan, handle=None, bytes_function
     return encode_utf8
 
 
-#: words in a row of the piece cache (``fast_pipeline.new_piece_cache``)
+#: words in a row of the piece cache (``fast_pipeline.CACHE_ROW``, checked here without importing it)
 CACHE_ROW_WORDS = 8
 
 

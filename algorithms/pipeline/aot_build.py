@@ -162,7 +162,7 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     _, at = aot.handle_layout(description)
     namespace.update(_I32=np.int32, _I64=np.int64)
     buffers = (f"_carray(_pointer(handle[{at}], _I32), (handle[{at + 1}],)), "
-               f"_carray(_pointer(handle[{at + 2}], _I64), (handle[{at + 3}], {aot.CACHE_ROW_WORDS})), "
+               f"_carray(_pointer(handle[{at + 2}], _I64), (handle[{at + 3}], {fast_pipeline.CACHE_ROW})), "
                f"_carray(_pointer(handle[{at + 4}], _I64), (handle[{at + 5}],))")
     source = (f"def encode_utf8(handle, data, out, cache):\n"
               f"    return _encode_utf8({plan}, data, out, cache)\n\n"

@@ -200,6 +200,9 @@ SPLIT_ARRAYS = (("byte_kinds", np.uint16), ("stage1", np.int32), ("stage2", np.u
                 ("mark_free", np.uint8), ("marker", np.uint8))
 #: the scalars after the arrays' (offset, length) pairs in the header
 SPLIT_SCALARS = ("start", "n_kinds", "pair_shift", "every")
+#: the names of :func:`.pretokenize_transducer.split_arguments`, in its order
+_TRANSDUCER_ARGUMENTS = ("byte_kinds", "stage1", "stage2", "table", "final", "start", "n_kinds", "pairs", "pair_shift",
+                         "pair_kind", "to_pair", "mark_free")
 _SPLIT_SCALARS_AT = 2 * len(SPLIT_ARRAYS)
 _SPLIT_HEADER = _SPLIT_SCALARS_AT + len(SPLIT_SCALARS)
 
@@ -221,26 +224,18 @@ def split_tables(splitter=None) -> np.ndarray:
     marker = getattr(splitter, "marker_bytes", ())
     if arguments is None and not len(marker):
         return np.zeros(0, dtype=np.uint64)
-    if arguments is None:  # a marker only
-        arrays = {name: () for name, _ in SPLIT_ARRAYS}
-        scalars = dict.fromkeys(SPLIT_SCALARS, 0)
-    else:
-        byte_kinds, stage1, stage2, table, final, start, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free \
-            = arguments
-        arrays = dict(byte_kinds=byte_kinds, stage1=stage1, stage2=stage2, table=table, final=final, pairs=pairs,
-                      pair_kind=pair_kind, to_pair=to_pair, mark_free=mark_free)
-        scalars = dict(start=start, n_kinds=n_kinds, pair_shift=pair_shift, every=0)
-    arrays["marker"] = marker
-    scalars["every"] = int(bool(getattr(splitter, "every", False)))
+    # what is not given (no transducer: a marker only) is empty, or 0
+    given = dict(zip(_TRANSDUCER_ARGUMENTS, arguments or ()), marker=marker,
+                 every=int(bool(getattr(splitter, "every", False))))
     header, parts, at = [], [], _SPLIT_HEADER
     for name, dtype in SPLIT_ARRAYS:
-        values = np.ascontiguousarray(arrays[name], dtype=dtype).ravel()
+        values = np.ascontiguousarray(given.get(name, ()), dtype=dtype).ravel()
         words = np.zeros(-(-values.nbytes // 8), dtype=np.uint64)
         words.view(np.uint8)[:values.nbytes] = values.view(np.uint8)
         header += [at, values.shape[0]]
         parts.append(words)
         at += words.shape[0]
-    header += [int(scalars[name]) for name in SPLIT_SCALARS]
+    header += [int(given.get(name, 0)) for name in SPLIT_SCALARS]
     return np.concatenate([np.array(header, dtype=np.uint64)] + parts)
 
 
