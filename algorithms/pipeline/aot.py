@@ -671,6 +671,15 @@ def build(plan, *, force: bool = False, verbose: bool = False, announce: bool = 
 
 def _build_into(target: Path, description: dict, *, verbose: bool) -> None:
     """Run the build process in a temporary directory and rename it to ``target``."""
+    run_build(target, {"plan.json": json.dumps(description)}, "main", build_key(), verbose=verbose)
+
+
+def run_build(target: Path, inputs: dict[str, str], entry: str, key: str, *, verbose: bool) -> None:
+    """Run ``aot_build.<entry>`` in a child process on a temporary directory holding the files
+    ``inputs`` (name -> text), check that the manifest it writes there has ``key``, and rename the
+    directory to ``target``. The child gets an empty ``NUMBA_CACHE_DIR``: what it compiles comes
+    from the current sources, never from stale numba cache entries. AotError with the child's last
+    error line when it fails."""
     import shutil
     import subprocess
     import tempfile
@@ -678,10 +687,11 @@ def _build_into(target: Path, description: dict, *, verbose: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=target.parent))
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shareable
-        (tmp / "plan.json").write_text(json.dumps(description))
+        for name, text in inputs.items():
+            (tmp / name).write_text(text)
         env = dict(os.environ, BPEBENCH_AOT="0", NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
         env.pop("NUMBA_DISABLE_JIT", None)
-        script = f"import sys; from {__package__}.aot_build import main; sys.exit(main(sys.argv[1:]))"
+        script = f"import sys; from {__package__}.aot_build import {entry}; sys.exit({entry}(sys.argv[1:]))"
         done = subprocess.run([sys.executable, "-c", script, str(tmp), str(Path(__file__).resolve())],
                               cwd=str(tmp), env=env, timeout=_BUILD_TIMEOUT,
                               stdout=None if verbose else subprocess.PIPE,
@@ -690,9 +700,10 @@ def _build_into(target: Path, description: dict, *, verbose: bool) -> None:
             lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
             raise AotError(lines[-1] if lines else f"the build process exited with code {done.returncode}")
         shutil.rmtree(tmp / "numba-cache", ignore_errors=True)
-        (tmp / "plan.json").unlink()
+        for name in inputs:
+            (tmp / name).unlink()
         manifest = json.loads((tmp / "manifest.json").read_bytes())
-        if manifest.get("key") != build_key():
+        if manifest.get("key") != key:
             raise AotError("the build process saw other sources (is another copy of bpebench on the path?)")
         _discard(target)
         os.rename(tmp, target)
@@ -736,16 +747,16 @@ def _clean_leftovers(aot_root: Path) -> None:
             pass
 
 
-def _remove_old(keep: Path) -> None:
-    """Keep the newest ``_KEEP`` builds (other checkouts or versions may still use them)."""
+def _remove_old(keep: Path, prefix: str = "fused-", count: int = _KEEP) -> None:
+    """Keep the newest ``count`` builds named ``prefix...`` (other checkouts or versions may still use them)."""
     builds = []
-    for path in keep.parent.glob("fused-*"):
+    for path in keep.parent.glob(f"{prefix}*"):
         if path.is_dir() and path != keep:
             try:
                 builds.append((path.stat().st_mtime, path))
             except OSError:
                 pass
-    for _, path in sorted(builds, reverse=True)[_KEEP - 1:]:
+    for _, path in sorted(builds, reverse=True)[count - 1:]:
         _discard(path)
         try:
             (path.parent / f"{path.name}.lock").unlink()

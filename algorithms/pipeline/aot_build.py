@@ -4,8 +4,9 @@ It compiles the fused pipeline's entry points into one extension module with
 ``numba.pycc`` (each wrapped in a generated function that takes the Plan as one int64
 handle of addresses, shapes and scalars, see :mod:`.aot`), links ``id_lists.c`` into it (a
 second module of the same shared object), and writes the manifest that :mod:`.aot` checks
-before it loads anything. Kept apart from the loader so that a process that only encodes
-imports neither this module nor the kernels' sources twice.
+before it loads anything. A regex list's generated splitter (:mod:`.aot_lists`) is built here
+too, into an extension module of its own (:func:`list_main`). Kept apart from the loaders so
+that a process that only encodes imports neither this module nor the kernels' sources twice.
 """
 
 from __future__ import annotations
@@ -32,30 +33,15 @@ def main(argv: list[str]) -> int:
 
 
 def _child_build(out_dir: Path, expected_file: Path) -> int:
-    import sysconfig
     import warnings
 
-    if Path(aot.__file__).resolve() != expected_file:
-        raise AotError(f"the build process imported {Path(aot.__file__).resolve()}, not {expected_file}")
-    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
-    if not include.exists():
-        raise AotError(f"no Python headers ({include} is missing; install the python3-dev package)")
     description = json.loads((out_dir / "plan.json").read_bytes())
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
-        import llvmlite.binding as llvm
-        import numba
         from numba import types
-        from numba.pycc import CC
 
-        _release_the_gil()
-        try:
-            cc = CC(MODULE_NAME, source_module=__name__)  # checks that a C compiler works
-        except Exception as exc:  # noqa: BLE001 - numba's message is several lines
-            raise AotError(f"no working C compiler for numba.pycc ({type(exc).__name__})") from None
-        cc.output_dir = str(out_dir)
-        cc.target_cpu = "host"  # as the JIT compiles: for this machine's CPU (the key holds it)
+        cc = _compiler(MODULE_NAME, out_dir, expected_file)
         # the id-list helper compiled and linked with pycc's own C sources (its symbols are static
         # but for its PyInit), so that loading both is one dlopen
         cc._mixin_sources = [*cc._mixin_sources, str(Path(__file__).resolve().parent / ID_LISTS_SOURCE)]
@@ -83,15 +69,86 @@ def _child_build(out_dir: Path, expected_file: Path) -> int:
         piece_ends = types.Array(types.int64, 1, "C")
         cc.export("encode_pieces", types.int64(handle, data, piece_ends, ids, cache))(exports["encode_pieces"])
         cc.compile()
-        cpu = llvm.get_host_cpu_name()
-    manifest = {
-        "format": FORMAT_VERSION, "key": aot.build_key(), "parts": aot._key_parts(), **_file_record(out_dir / cc.output_file),
-        "plan": description,
-        "host_cpu": cpu, "numba": numba.__version__, "seconds": round(time.perf_counter() - start, 1),
-        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    manifest = {**_built(out_dir / cc.output_file, aot.build_key(), start), "format": FORMAT_VERSION,
+                "parts": aot._key_parts(), "plan": description}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return 0
+
+
+def list_main(argv: list[str]) -> int:
+    """The build process of a regex list's splitter (:mod:`.aot_lists`): compile the generated
+    module's ``split_utf8`` into ``argv[0]`` as the one export ``split``, write the manifest.
+    Errors end as one line on stderr and exit code 1."""
+    try:
+        return _list_build(Path(argv[0]), Path(argv[1]))
+    except Exception as exc:  # noqa: BLE001 - the parent shows the last line
+        print(_one_line(exc), file=sys.stderr)
+        return 1
+
+
+def _list_build(out_dir: Path, expected_file: Path) -> int:
+    import warnings
+
+    from . import aot_lists
+    from .pretokenize_program import load_generated
+
+    spec = json.loads((out_dir / aot_lists.SPEC_FILE).read_bytes())
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
+        from numba import types
+        from numba.np.numpy_support import from_dtype
+
+        cc = _compiler(spec["module"], out_dir, expected_file)
+        generated = load_generated(spec["source"], "regex_list")
+        if generated is None:
+            raise AotError("the generated splitter cannot be written under the cache root")
+        export = _generate_list_export(spec["leaves"], spec["before"], generated.split_utf8)
+
+        def vector(dtype, readonly: bool = False):
+            return types.Array(from_dtype(np.dtype(dtype)), 1, "C", readonly=readonly)
+
+        cc.export("split", types.int64(vector(np.int64, True), vector(np.uint8, True), vector(np.int64),
+                                       vector(np.int32), vector(np.int64), vector(np.uint8)))(export)
+        cc.compile()
+    key = aot_lists.list_key(spec["source"], spec["leaves"], spec["before"])
+    manifest = {**_built(out_dir / cc.output_file, key, start), "format": aot_lists.FORMAT_VERSION,
+                "module": spec["module"], "leaves": spec["leaves"], "before": spec["before"]}
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return 0
+
+
+def _compiler(name: str, out_dir: Path, expected_file: Path):
+    """A ``numba.pycc.CC`` for the extension module ``name``, built into ``out_dir`` for this machine's
+    CPU (as the JIT compiles; the keys hold it), its exports releasing the GIL. Refuses a process
+    that imported another copy of :mod:`.aot` than the parent's (``expected_file``), a Python
+    without its headers and a missing C compiler, each in one line."""
+    import sysconfig
+
+    if Path(aot.__file__).resolve() != expected_file:
+        raise AotError(f"the build process imported {Path(aot.__file__).resolve()}, not {expected_file}")
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not include.exists():
+        raise AotError(f"no Python headers ({include} is missing; install the python3-dev package)")
+    from numba.pycc import CC
+
+    _release_the_gil()
+    try:
+        cc = CC(name, source_module=__name__)  # checks that a C compiler works
+    except Exception as exc:  # noqa: BLE001 - numba's message is several lines
+        raise AotError(f"no working C compiler for numba.pycc ({type(exc).__name__})") from None
+    cc.output_dir = str(out_dir)
+    cc.target_cpu = "host"
+    return cc
+
+
+def _built(path: Path, key: str, start: float) -> dict:
+    """The manifest's common part for the module file ``path`` built since ``start``."""
+    import llvmlite.binding as llvm
+    import numba
+
+    return {"key": key, **_file_record(path), "host_cpu": llvm.get_host_cpu_name(), "numba": numba.__version__,
+            "seconds": round(time.perf_counter() - start, 1), "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def _release_the_gil() -> None:
@@ -174,6 +231,35 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
               f"    return _encode_pieces({plan}, data, piece_ends, out, cache)\n")
     exec(compile(source, "<bpebench ahead-of-time exports>", "exec"), namespace)  # noqa: S102 - our own source
     return {name: namespace[name] for name in ("encode_utf8", "encode_bytes", "encode_utf8_batch", "encode_pieces")}
+
+
+def _generate_list_export(leaves: list[dict], before: int, split_utf8):
+    """The compiled ``split(handle, data, ends, scratch32, scratch64, kinds)`` of a generated list
+    module: its ``split_utf8`` called with the list's tables (the first ``before`` leaves) and
+    transducer arguments (the rest) rebuilt from the handle (:func:`.aot.handle_layout`: an array
+    is ``numba.carray`` over its address and shape, an int its slot)."""
+    import numba
+
+    from ..kernels.bits import address_pointer
+
+    namespace: dict = {"__name__": f"{__name__}_list_export", "_carray": numba.carray, "_pointer": address_pointer,
+                       "_split": split_utf8}
+    starts, _ = aot.handle_layout({"leaves": leaves})
+    values = []
+    for i, (leaf, start) in enumerate(zip(leaves, starts)):
+        if leaf["kind"] == "array":
+            namespace[f"_T{i}"] = np.dtype(leaf["dtype"]).type
+            shape = ", ".join(f"handle[{start + 1 + d}]" for d in range(leaf["ndim"]))
+            values.append(f"_carray(_pointer(handle[{start}], _T{i}), ({shape},))")
+        elif leaf["kind"] == "int":
+            values.append(f"handle[{start}]")
+        else:
+            raise AotError(f"a list argument of kind {leaf['kind']} cannot be passed in a handle")
+    arguments = ", ".join(["data", *values[:before], "ends", "scratch32", "scratch64", "kinds", *values[before:]])
+    source = (f"def split(handle, data, ends, scratch32, scratch64, kinds):\n"
+              f"    return _split({arguments})\n")
+    exec(compile(source, "<bpebench ahead-of-time list export>", "exec"), namespace)  # noqa: S102 - our own source
+    return namespace["split"]
 
 
 def example_plan():

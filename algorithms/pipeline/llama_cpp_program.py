@@ -683,20 +683,15 @@ class ListSplitter:
     ['ab', ' ', '123', '4', '!']
     """
 
-    def __init__(self, name: str, steps: tuple[Step, ...], split_utf8, tables: ListTables, run: tuple[Step, ...],
+    def __init__(self, name: str, steps: tuple[Step, ...], split, tables: ListTables, run: tuple[Step, ...],
                  fallback) -> None:
         self.name = name
         self.pattern = None  # no single regex: the Tokenizer must not take a compiled fast path
         self.steps = steps  # the list as the file gives it
-        self.run = run  # what ``split_utf8`` runs: ``steps``, leading class runs merged (:func:`_merged`)
-        from .pretokenize_program import TextCall
-        from .pretokenize_transducer import split_arguments
-
-        self._split_utf8 = TextCall(split_utf8)
-        self._tables = (tables.stage1, tables.stage2, tables.ascii_seen, *tables.kind_classes, *tables.byte_classes)
-        self._transducers = tuple(argument for step in run if step.covering is not None
-                                  for argument in (_sure_starts(step.program),
-                                                   *split_arguments(step.covering[1], step.covering[0])))
+        self.run = run  # what ``split`` runs: ``steps``, leading class runs merged (:func:`_merged`)
+        # ``split(data, ends, scratch32, scratch64, kinds) -> count`` (:func:`_list_split`): the
+        # ahead-of-time module's, or the generated numba function's, the list's tables bound
+        self._split = split
         self._fallback = fallback  # spans of a text that has no UTF-8 (a lone surrogate)
         self._scratch = threading.local()  # each thread's working arrays, grown to the longest text
         # both code widths compiled (or loaded from numba's cache) now, not inside the first
@@ -730,7 +725,7 @@ class ListSplitter:
     def piece_ends(self, data: np.ndarray) -> np.ndarray:
         """Byte offsets where the pieces of the UTF-8 text ``data`` end."""
         ends = np.empty(len(data) + 1, dtype=np.int64)
-        m = self._split_utf8(data, *self._tables, ends, *self._scratch_for(len(data)), *self._transducers)
+        m = self._split(data, ends, *self._scratch_for(len(data)))
         return ends[:m]
 
     def _scratch_for(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -794,11 +789,9 @@ def _isolated_spans(steps: tuple[Step, ...], text: str) -> list[tuple[int, int]]
 
 @lru_cache(maxsize=None)
 def _split_function(regexes: tuple[str, ...], dialect: str):
-    """(the compiled steps, the generated ``split_utf8``, the :class:`ListTables`, the steps it runs:
-    :func:`_merged`) of a regex list as ``dialect`` ("llama.cpp" or "hf") reads it (the types that
-    share a list share its code), or None."""
-    from .pretokenize_program import load_generated
-
+    """(the compiled steps, their split (:func:`_list_split`), the :class:`ListTables`, the steps it
+    runs: :func:`_merged`) of a regex list as ``dialect`` ("llama.cpp" or "hf") reads it (the types
+    that share a list share its code), or None."""
     steps = _compiled_list(regexes) if dialect == "llama.cpp" else _hf_list(regexes)
     if steps is None:
         return None
@@ -807,8 +800,33 @@ def _split_function(regexes: tuple[str, ...], dialect: str):
         tables = list_tables(run)
     except ValueError:  # more kinds than a byte holds
         return None
-    module = load_generated(generated_source(run), "regex_list")
-    return None if module is None else (steps, module.split_utf8, tables, run)
+    split = _list_split(generated_source(run), run, tables)
+    return None if split is None else (steps, split, tables, run)
+
+
+def _list_split(source: str, run: tuple[Step, ...], tables: ListTables):
+    """``split(data, ends, scratch32, scratch64, kinds) -> count`` of the generated module ``source``,
+    the list's tables and its transducers' arguments bound: compiled ahead of time (:mod:`.aot_lists`:
+    no numba in the process), else the generated numba function; None when neither can be had."""
+    from .aot_lists import split_call
+    from .pretokenize_program import TextCall, load_generated
+    from .pretokenize_transducer import split_arguments
+
+    before = (tables.stage1, tables.stage2, tables.ascii_seen, *tables.kind_classes, *tables.byte_classes)
+    after = tuple(argument for step in run if step.covering is not None
+                  for argument in (_sure_starts(step.program), *split_arguments(step.covering[1], step.covering[0])))
+    compiled = split_call(source, before, after)
+    if compiled is not None:
+        return compiled
+    module = load_generated(source, "regex_list")
+    if module is None:
+        return None
+    call = TextCall(module.split_utf8)
+
+    def split(data, ends, scratch32, scratch64, kinds):
+        return call(data, *before, ends, scratch32, scratch64, kinds, *after)
+
+    return split
 
 
 def llama_cpp_splitter(pre_type: str):

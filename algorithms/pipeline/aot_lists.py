@@ -1,0 +1,221 @@
+"""A regex list's generated splitter compiled ahead of time: a fresh process splits without numba.
+
+:mod:`.llama_cpp_program` writes a numba module for each regex list it compiles (an HF
+``tokenizer.json`` whose pre-tokenizer is several ``Split`` steps, such as DeepSeek-V3's and V4's;
+llama.cpp's pre-tokenizer types without a hand-written twin). Through numba, a fresh process pays
+``import numba`` and the load of the module's machine code from numba's cache before its first
+split: about 1 s of DeepSeek-V4's 1.2-1.5 s to a ready Tokenizer, where the fused pipeline itself
+comes from the ahead-of-time module of :mod:`.aot` and needs numpy only. Here the generated
+module's ``split_utf8`` is compiled with ``numba.pycc`` into an extension module of its own, once
+per list and installation, and loaded with numpy only.
+
+Calling: the one export, ``split(handle, data, ends, scratch32, scratch64, kinds) -> count``, takes
+the list's tables and transducer arguments as one int64 *handle* (each array's address and shape,
+each int's value: :func:`.aot.handle_layout`), made and checked once per splitter (dtype,
+dimensions, contiguity, alignment: pycc's conversion checks nothing); the bound call
+(:class:`BoundSplit`) keeps those arrays alive and checks the text and the working arrays on every
+call. The export releases the GIL, as the numba function does (``nogil``).
+
+Where: ``$BPEBENCH_CACHE/aot/list-<key>/`` with a ``manifest.json``; the module file's size and
+sha256 are checked before it is loaded (a damaged one is removed and built again, never loaded).
+The key hashes the generated source, the arguments' types, the sources the generated code calls
+into (:data:`LIST_SOURCES`) and everything in the fused module's key (its kernel sources, the numba,
+llvmlite, numpy and Python versions, the platform and the CPU).
+
+When: the first splitter of a list whose module is missing builds it, in a child process
+(:func:`.aot_build.list_main`) with an empty ``NUMBA_CACHE_DIR``, under a lock, instead of the JIT
+compilation it replaces (DeepSeek-V4's list: about a minute on a 2-core machine, one line on stderr
+when it starts and one when it ends). A build that fails prints one line and the JIT is used; the
+failure is remembered (``list-<key>.failed``) so later processes do not spend the time again.
+Builds beyond the newest :data:`KEEP` are removed. ``BPEBENCH_AOT=0`` (and ``NUMBA_DISABLE_JIT=1``)
+turn it off, as for the fused module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import aot
+from .aot import AotError
+
+#: the files (relative to the ``algorithms`` tree) whose numba code a generated list module calls or
+#: whose generator writes it, besides those of the fused module's key
+LIST_SOURCES = ("pipeline/llama_cpp_program.py", "pipeline/pretokenize_transducer.py",
+                "pipeline/pattern_program.py", "pipeline/pretokenize_program.py", "pipeline/aot_lists.py")
+FORMAT_VERSION = 1
+#: the build's input in its temporary directory
+SPEC_FILE = "list.json"
+#: list modules kept (one per regex list used with this installation's sources)
+KEEP = 16
+
+_U8, _I32, _I64 = np.dtype(np.uint8), np.dtype(np.int32), np.dtype(np.int64)
+
+
+def describe(arguments: tuple) -> list[dict]:
+    """The type of each of a list's fixed arguments: ``{"kind": "array", "dtype": "<u2", "ndim": 1}``
+    or ``{"kind": "int"}``. AotError for anything else."""
+    leaves = []
+    for i, value in enumerate(arguments):
+        if isinstance(value, np.ndarray):
+            leaves.append({"kind": "array", "dtype": value.dtype.str, "ndim": value.ndim})
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            leaves.append({"kind": "int"})
+        else:
+            raise AotError(f"list argument {i} of type {type(value).__name__} cannot be passed")
+    return leaves
+
+
+def list_key(source: str, leaves: list[dict], before: int) -> str:
+    """sha256 of everything a list's compiled module depends on (see the module docstring)."""
+    from ..cache.digests import file_digests
+    from ..kernels.jit import ALGORITHMS_ROOT
+
+    names = sorted(LIST_SOURCES)
+    digests = file_digests([str(Path(ALGORITHMS_ROOT) / name) for name in names])
+    parts = {"format": FORMAT_VERSION, "fused": aot.build_key(), "sources": dict(zip(names, digests)),
+             "source": hashlib.sha256(source.encode()).hexdigest(), "leaves": leaves, "before": before}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def handle(arguments: tuple, leaves: list[dict]) -> np.ndarray:
+    """The fixed arguments as one read-only int64 array (:func:`.aot.handle_layout`), each checked
+    against ``leaves``. It holds addresses: whoever passes it keeps ``arguments`` alive."""
+    if len(arguments) != len(leaves):
+        raise AotError(f"{len(arguments)} list arguments where the module takes {len(leaves)}")
+    starts, size = aot.handle_layout({"leaves": leaves})
+    out = np.zeros(max(size, 1), dtype=np.int64)
+    for i, (value, leaf, start) in enumerate(zip(arguments, leaves, starts)):
+        if leaf["kind"] == "array":
+            if not (isinstance(value, np.ndarray) and value.dtype.str == leaf["dtype"] and value.ndim == leaf["ndim"]
+                    and value.flags.c_contiguous and value.flags.aligned):
+                raise AotError(f"list argument {i} is not a C-contiguous {leaf['dtype']}[{leaf['ndim']}d]")
+            out[start] = value.ctypes.data
+            out[start + 1:start + 1 + value.ndim] = value.shape
+        elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                or not -(1 << 63) <= int(value) < (1 << 63):
+            raise AotError(f"list argument {i} is not an int64")
+        else:
+            out[start] = int(value)
+    out.flags.writeable = False
+    return out
+
+
+class BoundSplit:
+    """``split(data, ends, scratch32, scratch64, kinds) -> count`` of a list's compiled module with
+    its fixed arguments bound: the generated ``split_utf8(data, *before, ends, scratch32, scratch64,
+    kinds, *after)``. The working arrays are checked against the text's length as
+    ``ListSplitter._scratch_for`` sizes them (the module does not check its writes)."""
+
+    def __init__(self, function, arguments: tuple, before: int, handle: np.ndarray, directory: Path) -> None:
+        self._function = function
+        self.arguments = arguments  # the handle holds their addresses
+        self.before = before  # how many of them come before the working arrays
+        self._handle = handle
+        self.directory = directory
+
+    def __call__(self, data, ends, scratch32, scratch64, kinds) -> int:
+        n = len(data)
+        _check(data, _U8, 0, False)
+        _check(ends, _I64, n + 1, True)
+        _check(scratch32, _I32, 3 * n + 2, True)
+        _check(scratch64, _I64, 2 * n + 2, True)
+        _check(kinds, _U8, n, True)
+        return self._function(self._handle, data, ends, scratch32, scratch64, kinds)
+
+
+def _check(a, dtype, min_len: int, writable: bool) -> None:
+    if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 1 and a.flags.c_contiguous
+            and a.flags.aligned and (a.flags.writeable or not writable)) or len(a) < min_len:
+        raise TypeError(f"the compiled split takes a C-contiguous 1-d {dtype} array of at least {min_len}")
+
+
+_loaded: dict[Path, object] = {}
+
+
+def split_call(source: str, before: tuple, after: tuple) -> BoundSplit | None:
+    """The compiled split of the generated list module ``source`` (what :mod:`.llama_cpp_program`
+    writes) with its tables ``before`` the text's working arrays and its transducer arguments
+    ``after`` them bound, built first when missing; None when ahead-of-time modules are off or this
+    one cannot be had (one line on stderr): the caller uses numba."""
+    if not aot.enabled():
+        return None
+    arguments = (*before, *after)
+    try:
+        leaves = describe(arguments)
+        key = list_key(source, leaves, len(before))
+        target = aot.cache_root() / "aot" / f"list-{key[:32]}"
+        module = _loaded.get(target)
+        if module is None:
+            module = _loaded[target] = _load_or_build(target, key, source, leaves, len(before))
+        return BoundSplit(module.split, arguments, len(before), handle(arguments, leaves), target)
+    except Exception as exc:  # noqa: BLE001 - any failure means: use the JIT
+        aot._warn_once(f"the regex list's splitter cannot be compiled ahead of time ({aot._one_line(exc)})")
+        return None
+
+
+def _load_or_build(target: Path, key: str, source: str, leaves: list[dict], before: int):
+    try:
+        return _load_dir(target, key)
+    except (FileNotFoundError, AotError):
+        pass  # missing, or damaged (never loaded): built below, the damaged one replaced under the lock
+    failed_before = aot._failure(target)
+    if failed_before is not None:  # a compiler missing stays missing: do not retry in every process
+        raise AotError(f"its build failed before ({failed_before}; remove {aot._failure_path(target)} to retry)")
+    build(target, key, source, leaves, before)
+    return _load_dir(target, key)
+
+
+def build(target: Path, key: str, source: str, leaves: list[dict], before: int) -> None:
+    """Build the list module into ``target`` (unless another process did meanwhile), announcing it in
+    one line on stderr when it starts and one when it ends; a failure is remembered."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with aot._BuildLock(target.parent / f"{target.name}.lock"):
+        try:
+            _verify_dir(target, key)
+            return  # built by another process while this one waited for the lock
+        except (FileNotFoundError, AotError):
+            pass
+        aot._clean_leftovers(target.parent)
+        start = time.perf_counter()
+        print("bpebench: compiling a regex list's splitter ahead of time (once per list, about a minute)...",
+              file=sys.stderr, flush=True)
+        spec = {"module": f"_bpebench_list_{key[:16]}", "source": source, "leaves": leaves, "before": before}
+        try:
+            aot.run_build(target, {SPEC_FILE: json.dumps(spec)}, "list_main", key, verbose=False)
+        except Exception as exc:
+            try:
+                aot._failure_path(target).write_text(aot._one_line(exc) + "\n")
+            except OSError:
+                pass
+            raise
+        print(f"bpebench: compiled in {time.perf_counter() - start:.0f} s into {target}", file=sys.stderr, flush=True)
+        try:
+            aot._failure_path(target).unlink()
+        except OSError:
+            pass
+    aot._remove_old(target, "list-", KEEP)
+
+
+def _verify_dir(directory: Path, key: str) -> tuple[dict, Path]:
+    """The manifest and module file of ``directory`` if they check out (key, format, size, sha256);
+    FileNotFoundError when there is none, AotError when it is damaged or stale."""
+    try:
+        manifest = json.loads((directory / "manifest.json").read_bytes())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise AotError(f"unreadable manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("key") != key or manifest.get("format") != FORMAT_VERSION:
+        raise AotError("manifest of another list, other sources or versions")
+    return manifest, aot._verified_file(directory, manifest, "module")
+
+
+def _load_dir(directory: Path, key: str):
+    manifest, so = _verify_dir(directory, key)
+    return aot._import_file(str(manifest.get("module")), so, ("split",))
