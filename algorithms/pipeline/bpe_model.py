@@ -45,17 +45,21 @@ WORD_CACHE = 10_000
 
 def token_texts(vocabulary: Vocabulary, token_text: str) -> list[str | None]:
     """The HF string of every token id (None for helper ids that are not in the file)."""
-    table = bytes_to_unicode()
+    # a byte-level token's string: its bytes read as Latin-1 (one character each), then each character
+    # mapped to its byte's stand-in in one ``translate`` (a join over the bytes took 0.12 s for
+    # DeepSeek-V4's 128k tokens)
+    to_byte_level = str.maketrans({chr(b): c for b, c in bytes_to_unicode().items()})
     fallback = {token_id: value for value, token_id in (vocabulary.byte_fallback or {}).items()}
     texts: list[str | None] = []
     hidden = vocabulary.hidden
+    excluded = vocabulary.excluded
     for token_id, data in enumerate(vocabulary.tokens):
         if token_id in hidden:
             texts.append(None)
         elif token_id in fallback:
             texts.append(f"<0x{fallback[token_id]:02X}>")
-        elif token_text == "byte_level" and token_id not in vocabulary.excluded:
-            texts.append("".join(table[b] for b in data))
+        elif token_text == "byte_level" and token_id not in excluded:
+            texts.append(data.decode("latin-1").translate(to_byte_level))
         else:
             texts.append(data.decode("utf-8", "replace"))
     return texts
