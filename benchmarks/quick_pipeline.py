@@ -20,7 +20,9 @@ The protocol is :mod:`bpebench.benchmarks.protocol` (read it first). Tables:
    each library's batch API with all its threads (unpinned), after a warm-up batch; ours
    with ``num_threads=1`` and with every core.
 3. ``cold``: first contact in a fresh process: imports, loading the vocabulary, building the
-   tokenizer and encoding 100 kB of prose once (median of ``--load-runs``).
+   tokenizer and encoding 100 kB of prose once (median of ``--load-runs``). ``ready-files`` (not
+   in the default set): a fresh process getting DeepSeek-V4's ``tokenizer.json`` and ``mistral_v1``
+   ready, imports included, taking turns with HF ``tokenizers`` and sentencepiece.
 4. ``stages``: where our time goes on each kind (pre-tokenizer, whole-piece lookup, BPE of
    multi-token pieces, id output), and the piece cache's hit rate and memory. ``cache``
    (not in the default set): the piece cache's sizes against none, in one process;
@@ -1346,6 +1348,61 @@ def table_load(runs: int) -> None:
               f" {compiled['first encode']:6.2f}")
 
 
+#: a fresh process getting a file ready, imports included: ours, and the file's own library
+_READY_OURS = r"""
+import time, sys, json
+t0 = time.perf_counter()
+import bpebench
+tok = bpebench.Tokenizer({name!r})
+tok.encode_ordinary("hello world, 12345 tokens")
+print(json.dumps([time.perf_counter() - t0, "numba" in sys.modules]))
+"""
+_READY_OWN = {
+    "hf": r"""
+import time, sys, json
+t0 = time.perf_counter()
+import tokenizers
+tok = tokenizers.Tokenizer.from_file({path!r})
+tok.encode("hello world, 12345 tokens", add_special_tokens=False)
+print(json.dumps([time.perf_counter() - t0, False]))
+""",
+    "sentencepiece": r"""
+import time, sys, json
+t0 = time.perf_counter()
+import sentencepiece
+tok = sentencepiece.SentencePieceProcessor(model_file={path!r})
+tok.encode("hello world, 12345 tokens")
+print(json.dumps([time.perf_counter() - t0, False]))
+""",
+}
+#: the files of the table: (name, the own library's script)
+READY_FILES = (("deepseek_v4", "hf"), ("mistral_v1", "sentencepiece"))
+
+
+def table_ready_files(runs: int) -> None:
+    """Ready to encode a file in a fresh process, imports included, seconds: ours (``Tokenizer(name)``
+    and a first encode, vocabulary cache warm) and the file's own library, taking turns; and whether
+    numba got imported."""
+    print(f"\nready to encode a file in a fresh process, imports included (seconds, median and range of {runs}"
+          " runs, taking turns with the file's own library)")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    for name, library in READY_FILES:
+        path = load_vocabulary(name).source
+        scripts = {"ours": _READY_OURS.format(name=name), library: _READY_OWN[library].format(path=path)}
+        _run(scripts["ours"], env)  # builds what a first use builds (the vocabulary cache, compiled modules)
+        times: dict[str, list[float]] = {who: [] for who in scripts}
+        numba = set()
+        for _ in range(runs):
+            for who, script in scripts.items():
+                seconds, imported = _run(script, env)
+                times[who].append(seconds)
+                if imported:
+                    numba.add(who)
+        print(f"  {name:16s}" + "".join(
+            f"  {who} {statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f})" for who, v in times.items())
+              + f"   numba imported: {'ours' in numba}")
+
+
 # ----------------------------------------------------------------------------- short texts
 CALL_TEXTS = {"a word": "hello",
               "180 characters": "The quick brown fox jumps over the lazy dog. " * 4}
@@ -1456,6 +1513,7 @@ _TABLE_RUNS = {
     "worst": lambda a, v: table_worst(a.repeat),
     "batch": lambda a, v: table_batch(a.repeat),
     "load": lambda a, v: table_load(a.load_runs),
+    "ready-files": lambda a, v: table_ready_files(a.load_runs),
     "calls": lambda a, v: table_calls(a.repeat),
 }
 TABLES = tuple(_TABLE_RUNS)
