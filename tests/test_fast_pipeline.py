@@ -391,6 +391,27 @@ def test_merged_token_offset_only_where_every_rank_fits_it(shuffled_ids_fixture)
     assert rank_token_offset(np.array([-1], dtype=np.int32)) == TABLE_TOKENS
 
 
+@pytest.mark.parametrize("name", ["o200k_base", HF_MERGES_FIXTURE, "shuffled", "mistral_v1"])
+def test_every_piece_of_one_or_two_bytes_gives_the_reference_ids(name, shuffled_ids_fixture):
+    """Every piece of one or two bytes, as given pieces (256 + 65,536 of them, most not text), against
+    ``naive``: the whole-token probe and the merge loop where merge ranks name their tokens (an
+    offset: o200k, the HF fixture; a table: the shuffled fixture), backtracking where they do not
+    (tied SentencePiece scores: ``mistral_v1``)."""
+    from bpebench.algorithms.core.registry import make_encoder
+    from bpebench.algorithms.pipeline.fast_pipeline import encode_pieces
+
+    vocab = load_vocabulary(shuffled_ids_fixture if name == "shuffled" else name)
+    fp = FusedPipeline(vocab)
+    naive = make_encoder("naive", vocab)
+    pieces = [bytes([a]) for a in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    ends = np.cumsum([len(p) for p in pieces]).astype(np.int64)
+    out = np.empty(len(data), dtype=np.int32)
+    n = encode_pieces(fp.plan, data, ends, out, new_piece_cache(1024))
+    expected = [i for p in pieces for i in naive.encode(p)]
+    assert out[:n].tolist() == expected
+
+
 def test_repeated_multi_token_pieces_with_memo_collisions_equal_the_reference():
     # a 4 kB text gets a 64-slot piece memo: 150 distinct multi-token
     # words, each seen three times in shuffled order, collide and overwrite each other
