@@ -87,6 +87,10 @@ def test_the_call_checks_what_the_module_would_misread(compiled):
         ahead._split(data, ends[:3], *scratch)
     with pytest.raises(TypeError):
         ahead._split(data, ends, scratch[0][:5], *scratch[1:])
+    bigger = ListSplitter._scratch_for(type("Other", (), {"_scratch": __import__("threading").local()})(), 10_000)
+    with pytest.raises(ValueError):  # working arrays of two different sets
+        ahead._split(data, ends, scratch[0], bigger[1], scratch[2])
+    assert ahead._split(data, ends, *bigger) == 3 and ahead._split(data, ends, *scratch) == 3
     with pytest.raises(aot_lists.AotError):
         aot_lists.handle(tuple(a.astype(np.int64) if isinstance(a, np.ndarray) else a
                                for a in ahead._split.arguments), aot_lists.describe(ahead._split.arguments)[::-1])

@@ -300,6 +300,26 @@ def test_added_tokens_found_where_their_first_two_characters_are_the_regexs_matc
     assert search.first(text) == (expected[0][2] if expected else None)
 
 
+@settings(max_examples=200, deadline=None)
+@given(text=st.text("<>ab|c ｜x", max_size=30),
+       normalizer=st.sampled_from([None, {"type": "Sequence", "normalizers": []}, {"type": "Lowercase"},
+                                   {"type": "Sequence", "normalizers": [{"type": "Sequence", "normalizers": []}]}]))
+def test_a_text_without_a_literals_first_character_has_nothing_to_carve(text, normalizer):
+    """``may_carve`` says no only where the full search finds nothing: normalizing changes nothing (no
+    normalizer, an empty Sequence) and no literal's first character is in the text."""
+    from bpebench.algorithms.pipeline.added_tokens import AddedToken, AddedVocabulary
+    from bpebench.algorithms.pipeline.normalizers import changes_nothing
+
+    built = build_normalizer(normalizer)
+    added = AddedVocabulary([AddedToken("<a>", 1, special=True, normalized=False), AddedToken("｜x", 2),
+                             AddedToken("B", 3)], built)
+    pieces = added.extract_and_normalize(text, carve_special=lambda token: True)
+    if not added.may_carve(text):
+        assert changes_nothing(built) and [(p.text, p.token) for p in pieces] == ([(text, None)] if text else [])
+    assert changes_nothing(built) == (normalizer is None or normalizer["type"] == "Sequence")
+    assert added.may_carve(text) or not any(c in text for c in "<｜B")
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=st.lists(st.sampled_from(["a", "A", "Σ", "ΣΑΣ", "σ", "ς", "İ", " ", "\t", "\n", "\r\n", "\x00", "\x0b", "\x1f",
                                       "\ufffd", "\u200b", "\u00a0", "\u3000", "é", "e\u0301", "\u0323", "京", "中文",

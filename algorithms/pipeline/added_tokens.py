@@ -210,6 +210,18 @@ class AddedVocabulary:
         normalize = normalizer.normalize_added_token if normalizer is not None else (lambda s: s)
         self.normalized = _Matcher([(normalize(t.content), t) for t in tokens if t.normalized])
         self.specials = {t.content for t in tokens if t.special}
+        #: the first characters of every literal, when normalizing changes nothing (then a text holding
+        #: none of them has nothing to carve: :meth:`may_carve`)
+        from .normalizers import changes_nothing
+
+        self._firsts = tuple({literal[0] for literal in (*self.raw.by_text, *self.normalized.by_text)}) \
+            if changes_nothing(normalizer) else None
+
+    def may_carve(self, text: str) -> bool:
+        """False when no added token can be in ``text``: normalizing changes nothing, and none of the
+        literals' first characters is in it (a word's call then skips the screens' searches)."""
+        firsts = self._firsts
+        return firsts is None or any(first in text for first in firsts)
 
     def extract_and_normalize(self, text: str, *, carve_special, track_offsets: bool = False) -> list[Piece]:
         """``text`` as pieces: carved tokens (``Piece.token`` set) and normalized stretches."""

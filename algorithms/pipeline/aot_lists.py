@@ -118,14 +118,25 @@ class BoundSplit:
         self.before = before  # how many of them come before the working arrays
         self._handle = handle
         self.directory = directory
+        self._checked = None  # the working arrays last checked
 
     def __call__(self, data, ends, scratch32, scratch64, kinds) -> int:
         n = len(data)
-        _check(data, _U8, 0, False)
-        _check(ends, _I64, n + 1, True)
-        _check(scratch32, _I32, 3 * n + 2, True)
-        _check(scratch64, _I64, 2 * n + 2, True)
-        _check(kinds, _U8, n, True)
+        if not (data.dtype is _U8 and data.ndim == 1 and data.flags.c_contiguous):
+            _check(data, _U8, 0, False)
+        flags = ends.flags
+        if not (ends.dtype is _I64 and ends.ndim == 1 and len(ends) > n and flags.c_contiguous and flags.writeable
+                and flags.aligned):
+            _check(ends, _I64, n + 1, True)
+        checked = self._checked  # one attribute, read and written whole: threads share the splitter
+        if (checked is None or scratch32 is not checked[0] or scratch64 is not checked[1] or kinds is not checked[2]
+                or len(kinds) < n):  # a thread's working arrays are checked once, then known by identity
+            _check(scratch32, _I32, 3 * n + 2, True)
+            _check(scratch64, _I64, 2 * n + 2, True)
+            _check(kinds, _U8, n, True)
+            if len(scratch32) != 3 * len(kinds) + 2 or len(scratch64) != 2 * len(kinds) + 2:
+                raise ValueError("the working arrays are not one set made for one length")
+            self._checked = (scratch32, scratch64, kinds)
         return self._function(self._handle, data, ends, scratch32, scratch64, kinds)
 
 

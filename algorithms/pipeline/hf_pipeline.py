@@ -431,9 +431,12 @@ class HFPipeline:
     def segments(self, text: str, carve_special: Callable[[AddedToken], bool]) -> list[str | int]:
         """``text`` as the ids of the added tokens carved from it and the normalized stretches between
         them, in order (what the fused stage encodes: each stretch whole)."""
-        segments = [piece.token if piece.token is not None else piece.text
-                    for piece in self.added.extract_and_normalize(text, carve_special=carve_special)
-                    if piece.token is not None or piece.text]
+        if not self.added.may_carve(text):
+            segments = [text] if text else []
+        else:
+            segments = [piece.token if piece.token is not None else piece.text
+                        for piece in self.added.extract_and_normalize(text, carve_special=carve_special)
+                        if piece.token is not None or piece.text]
         if self._prefix_space:
             segments = [s if isinstance(s, int) or s.startswith(" ") else " " + s for s in segments]
         metaspace = self._metaspace

@@ -653,6 +653,13 @@ NORMALIZER_TYPES: dict[str, type[Normalizer]] = {
 }
 
 
+def changes_nothing(normalizer: Normalizer | None) -> bool:
+    """True for no normalizer and for a ``Sequence`` of none (DeepSeek-V4's ``{"type": "Sequence",
+    "normalizers": []}``): every text stays as it is."""
+    return normalizer is None or (isinstance(normalizer, SequenceNormalizer)
+                                  and all(changes_nothing(part) for part in normalizer.parts))
+
+
 def build_normalizer(spec: dict | None, where: str = "normalizer") -> Normalizer | None:
     """The runtime normalizer of a ``tokenizer.json`` ``normalizer`` value (None for null)."""
     return build_component(spec, NORMALIZER_TYPES, "normalizer", where)
