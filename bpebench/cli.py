@@ -258,28 +258,45 @@ def cmd_sample(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    """Build the fused pipeline's ahead-of-time module (see ``algorithms/pipeline/aot.py``)."""
+    """Build the fused pipeline's ahead-of-time module (see ``algorithms/pipeline/aot.py``), and what
+    each ``--vocab`` needs besides (its regex list's splitter: ``algorithms/pipeline/aot_lists.py``)."""
     from bpebench.algorithms.pipeline import aot, aot_build
 
     if not aot.enabled():
         raise BpebenchError("ahead-of-time compilation is off (BPEBENCH_AOT=0 or NUMBA_DISABLE_JIT=1)")
+    vocabularies = [_load(argparse.Namespace(vocab=name)) for name in args.vocab]  # a bad name fails first
     target = aot.module_dir()
+    built = None
     if not args.force:
         try:
-            manifest, so = aot.verify_dir(target)
+            built = aot.verify_dir(target)
         except (FileNotFoundError, aot.AotError):
             pass
         else:
-            print(f"already built: {so} (in {manifest.get('seconds', '?')} s, {manifest.get('built', '?')});"
+            print(f"already built: {built[1]} (in {built[0].get('seconds', '?')} s, {built[0].get('built', '?')});"
                   " --force rebuilds it")
-            return 0
-    start = time.perf_counter()
-    try:
-        target = aot.build(aot_build.example_plan(), force=True)
-    except aot.AotError as exc:
-        raise BpebenchError(f"ahead-of-time compilation failed: {exc}") from None
-    manifest, so = aot.verify_dir(target)
-    print(f"built {so} in {time.perf_counter() - start:.1f} s")
+    if built is None:
+        start = time.perf_counter()
+        try:
+            target = aot.build(aot_build.example_plan(), force=True)
+        except aot.AotError as exc:
+            raise BpebenchError(f"ahead-of-time compilation failed: {exc}") from None
+        manifest, so = aot.verify_dir(target)
+        print(f"built {so} in {time.perf_counter() - start:.1f} s")
+    failed = []
+    for name, vocab in zip(args.vocab, vocabularies):
+        from bpebench.algorithms.pipeline.aot_lists import list_modules
+        from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+
+        modules = list_modules(Tokenizer(vocab))  # builds what is missing
+        for splitter, directory in modules:
+            if directory is None:
+                failed.append(name)
+            print(f"{name}: the split list ({splitter}) " + (f"in {directory}" if directory else "is not compiled"))
+        if not modules:
+            print(f"{name}: nothing more to compile")
+    if failed:
+        raise BpebenchError(f"could not compile what {', '.join(failed)} needs (the line above says why)")
     return 0
 
 
@@ -343,6 +360,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="build the fused pipeline ahead of time (fresh processes then skip numba)")
     p.add_argument("--force", action="store_true", help="rebuild even if a valid module exists")
+    p.add_argument("--vocab", action="append", default=[], metavar="NAME_OR_PATH",
+                   help="also compile what this vocabulary needs (a regex list's splitter); repeatable")
     p.set_defaults(func=cmd_compile)
 
     for module_name in () if command in CORE_COMMANDS else COMMAND_MODULES:

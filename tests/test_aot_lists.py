@@ -150,6 +150,22 @@ def test_a_fresh_process_encodes_deepseek_v4_without_importing_numba(compiled):
     assert not numba_imported, child.stderr
 
 
+def test_compile_builds_what_a_vocabulary_needs(compiled):
+    """``bpebench compile --vocab``: the fused module, then each vocabulary's split list (the module the
+    splitter above loaded), or nothing more for a vocabulary without one; a bad name is one line."""
+    ahead, _ = compiled
+    done = subprocess.run([sys.executable, "-m", "bpebench", "compile", "--vocab", "deepseek_v4", "--vocab",
+                           "o200k_base"], cwd=REPO, env=_env(BPEBENCH_AOT="1"), capture_output=True, text=True,
+                          timeout=1800)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert f"deepseek_v4: the split list (3 splits) in {ahead._split.directory}" in lines
+    assert "o200k_base: nothing more to compile" in lines
+    bad = subprocess.run([sys.executable, "-m", "bpebench", "compile", "--vocab", "no-such-vocabulary"], cwd=REPO,
+                         env=_env(BPEBENCH_AOT="1"), capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "no-such-vocabulary" in bad.stderr
+
+
 def _cache_root_with(tmp_path: Path, module_dir: Path | None) -> Path:
     """A cache root sharing this one's derived data but for its ahead-of-time modules, with a copy of
     ``module_dir`` when given."""

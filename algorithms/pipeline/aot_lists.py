@@ -230,3 +230,17 @@ def _verify_dir(directory: Path, key: str) -> tuple[dict, Path]:
 def _load_dir(directory: Path, key: str):
     manifest, so = _verify_dir(directory, key)
     return aot._import_file(str(manifest.get("module")), so, ("split",))
+
+
+def list_modules(tokenizer) -> list[tuple[str, Path | None]]:
+    """(name, module directory or None when it runs through numba) of each regex list ``tokenizer``
+    splits with (``bpebench compile --vocab``)."""
+    from .llama_cpp_program import ListSplitter
+
+    found = []
+    for fused in (getattr(tokenizer, "_fused", None), getattr(getattr(tokenizer, "_hf", None), "fused", None)):
+        splitter = getattr(fused, "splitter", None)
+        if isinstance(splitter, ListSplitter):
+            split = splitter._split
+            found.append((splitter.name, split.directory if isinstance(split, BoundSplit) else None))
+    return found
