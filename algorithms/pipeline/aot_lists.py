@@ -238,7 +238,10 @@ def list_modules(tokenizer) -> list[tuple[str, Path | None]]:
     from .llama_cpp_program import ListSplitter
 
     found = []
-    for fused in (getattr(tokenizer, "_fused", None), getattr(getattr(tokenizer, "_hf", None), "fused", None)):
+    llama = getattr(tokenizer, "_llama_fused", None)  # a GGUF file's
+    pipelines = (getattr(tokenizer, "_fused", None), getattr(getattr(tokenizer, "_hf", None), "fused", None),
+                 getattr(llama, "pipeline", None), getattr(llama, "_listed", None))
+    for fused in dict.fromkeys(p for p in pipelines if p is not None):
         splitter = getattr(fused, "splitter", None)
         if isinstance(splitter, ListSplitter):
             split = splitter._split
