@@ -284,11 +284,12 @@ def cmd_compile(args) -> int:
         manifest, so = aot.verify_dir(target)
         print(f"built {so} in {time.perf_counter() - start:.1f} s")
     failed = []
-    for name, vocab in zip(args.vocab, vocabularies):
-        from bpebench.algorithms.pipeline.aot_lists import list_modules
-        from bpebench.algorithms.pipeline.tokenizer import Tokenizer
+    from bpebench.algorithms.pipeline import aot_lists
+    from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
-        modules = list_modules(Tokenizer(vocab))  # builds what is missing
+    aot_lists.WAIT_FOR_BUILDS = True  # a missing module is built now, not in the background
+    for name, vocab in zip(args.vocab, vocabularies):
+        modules = aot_lists.list_modules(Tokenizer(vocab))
         for splitter, directory in modules:
             if directory is None:
                 failed.append(name)

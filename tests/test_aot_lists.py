@@ -48,6 +48,12 @@ def compiled():
         pytest.skip("NUMBA_DISABLE_JIT=1: no compiled code at all")
     jit = ListSplitter.of_splits(DEEPSEEK)  # the tests run with BPEBENCH_AOT=0: the generated numba function
     assert not isinstance(jit._split, aot_lists.BoundSplit)
+    for name in ("o200k_base", "deepseek_v4"):
+        load_vocabulary(name)  # the vocabulary cache the subprocesses map
+    # the fused module and DeepSeek-V4's list module, built now when missing
+    done = subprocess.run([sys.executable, "-m", "bpebench", "compile", "--vocab", "deepseek_v4"], cwd=REPO,
+                          env=_env(BPEBENCH_AOT="1"), capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BPEBENCH_AOT", "1")
         found = llama_cpp_program._split_function.__wrapped__(DEEPSEEK, "hf")  # past the JIT's memo
@@ -135,11 +141,6 @@ FRESH = (
 def test_a_fresh_process_encodes_deepseek_v4_without_importing_numba(compiled):
     """DeepSeek-V4's file in a fresh process: HF ``tokenizers``' ids, and neither the fused pipeline
     nor the split list's code needs numba."""
-    for name in ("deepseek_v4",):
-        load_vocabulary(name)  # the vocabulary cache the child maps
-    done = subprocess.run([sys.executable, "-m", "bpebench", "compile"], cwd=REPO, env=_env(BPEBENCH_AOT="1"),
-                          capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stderr
     texts = [*HARD_STRINGS[:80], "hello world 12345 你好 カタカナ", "def f(x):\n    return x  # 1000000\n"]
     child = subprocess.run([sys.executable, "-c", FRESH], cwd=REPO, env=_env(BPEBENCH_AOT="1"),
                            input=json.dumps(texts), capture_output=True, text=True, timeout=900)
@@ -210,7 +211,7 @@ def test_a_damaged_module_is_never_loaded_but_built_again(compiled, tmp_path, mo
     monkeypatch.setattr(aot, "run_build", rebuilt)
     monkeypatch.setattr(aot_lists, "_loaded", {})
     source, before, after = _arguments(ahead)
-    split = aot_lists.split_call(source, before, after)
+    split = aot_lists.split_call(source, before, after, wait=True)
     assert builds == [("list_main", source)]
     assert isinstance(split, aot_lists.BoundSplit) and split.directory == copy
     aot_lists._verify_dir(copy, key)  # the good module is back in place
@@ -230,17 +231,48 @@ def test_a_failed_build_says_so_in_one_line_and_the_jit_is_used(compiled, tmp_pa
 
     monkeypatch.setattr(aot, "run_build", failing)
     source, before, after = _arguments(ahead)
-    assert aot_lists.split_call(source, before, after) is None
+    assert aot_lists.split_call(source, before, after, wait=True) is None
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("bpebench: compiling a regex list's splitter")
     assert len(err) == 2 and "no working C compiler" in err[1] and "using numba's JIT instead" in err[1]
-    assert aot_lists.split_call(source, before, after) is None  # remembered: not tried again
+    assert aot_lists.split_call(source, before, after, wait=True) is None  # remembered: not tried again
+    assert aot_lists.split_call(source, before, after) is None
     assert calls == ["list_main"] and list((aot.cache_root() / "aot").glob("list-*.failed"))
     # the splitter then takes the generated numba function, with the same pieces
     found = llama_cpp_program._split_function.__wrapped__(DEEPSEEK, "hf")
     assert found is not None and not isinstance(found[1], aot_lists.BoundSplit)
     fallback = ListSplitter("deepseek", found[0], found[1], found[2], found[3], None)
     assert fallback.split("hello 12345 世界!") == jit.split("hello 12345 世界!")
+
+
+def test_a_missing_module_is_built_in_the_background_while_numba_splits(compiled, tmp_path, monkeypatch, capsys):
+    """A process's first use of a list does not wait for its build: the build starts detached, once,
+    with the list's source and key, and the splitter gets numba's function; the build it runs writes
+    the module the next process loads."""
+    ahead, _ = compiled
+    monkeypatch.setenv("BPEBENCH_AOT", "1")
+    monkeypatch.setenv("BPEBENCH_CACHE", str(_cache_root_with(tmp_path, None)))
+    monkeypatch.setattr(aot_lists, "_loaded", {})
+    monkeypatch.setattr(aot_lists, "_started", set())
+    spawned = []
+    monkeypatch.setattr(aot_lists, "_spawn", spawned.append)
+    source, before, after = _arguments(ahead)
+    assert aot_lists.split_call(source, before, after) is None
+    assert aot_lists.split_call(source, before, after) is None  # started once per process
+    assert len(spawned) == 1 and "background_main" in spawned[0][2]
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "in the background" in err[0]
+    spec_path = Path(spawned[0][3])
+    spec = json.loads(spec_path.read_text())
+    assert spec["source"] == source and spec["target"] == ahead._split.directory.name
+    # what the detached process runs, with the build replaced by a copy of the real module
+    monkeypatch.setattr(aot, "run_build", lambda target, inputs, entry, key, *, verbose:
+                        shutil.copytree(ahead._split.directory, target))
+    aot_lists.background_main(str(spec_path))
+    assert not spec_path.exists() and capsys.readouterr().err == ""
+    monkeypatch.setattr(aot_lists, "_loaded", {})
+    split = aot_lists.split_call(source, before, after)
+    assert isinstance(split, aot_lists.BoundSplit) and split.directory.parent == aot.cache_root() / "aot"
 
 
 def test_off_means_numba(monkeypatch):

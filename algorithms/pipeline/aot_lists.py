@@ -22,12 +22,14 @@ The key hashes the generated source, the arguments' types, the sources the gener
 into (:data:`LIST_SOURCES`) and everything in the fused module's key (its kernel sources, the numba,
 llvmlite, numpy and Python versions, the platform and the CPU).
 
-When: the first splitter of a list whose module is missing builds it, in a child process
-(:func:`.aot_build.list_main`) with an empty ``NUMBA_CACHE_DIR``, under a lock, instead of the JIT
-compilation it replaces (DeepSeek-V4's list: about a minute on a 2-core machine, one line on stderr
-when it starts and one when it ends). A build that fails prints one line and the JIT is used; the
-failure is remembered (``list-<key>.failed``) so later processes do not spend the time again.
-Builds beyond the newest :data:`KEEP` are removed. ``BPEBENCH_AOT=0`` (and ``NUMBA_DISABLE_JIT=1``)
+When: the first splitter of a list whose module is missing starts its build in a detached
+background process (one line on stderr) and splits through numba meanwhile: the build (in a child
+process, :func:`.aot_build.list_main`, with an empty ``NUMBA_CACHE_DIR``, under a lock) takes 30-45 s
+on a 2-core machine where numba's JIT compiles the generated module in 5-10 s, so the first process
+is not held up; the processes after it load the module. ``bpebench compile --vocab NAME`` builds it
+and waits (:data:`WAIT_FOR_BUILDS`). A build that fails is remembered (``list-<key>.failed``: later
+processes do not spend the time again, and say so in one line); numba keeps splitting. Builds beyond
+the newest :data:`KEEP` are removed. ``BPEBENCH_AOT=0`` (and ``NUMBA_DISABLE_JIT=1``)
 turn it off, as for the fused module.
 """
 
@@ -35,7 +37,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -149,11 +153,17 @@ def _check(a, dtype, min_len: int, writable: bool) -> None:
 _loaded: dict[Path, object] = {}
 
 
-def split_call(source: str, before: tuple, after: tuple) -> BoundSplit | None:
+#: whether a missing module is built before the splitter is made (``bpebench compile --vocab`` sets it),
+#: rather than in the background while numba splits
+WAIT_FOR_BUILDS = False
+
+
+def split_call(source: str, before: tuple, after: tuple, *, wait: bool | None = None) -> BoundSplit | None:
     """The compiled split of the generated list module ``source`` (what :mod:`.llama_cpp_program`
     writes) with its tables ``before`` the text's working arrays and its transducer arguments
-    ``after`` them bound, built first when missing; None when ahead-of-time modules are off or this
-    one cannot be had (one line on stderr): the caller uses numba."""
+    ``after`` them bound; None when ahead-of-time modules are off, when the module is being built
+    (a missing one is built in the background unless ``wait``) or cannot be had (one line on
+    stderr): the caller uses numba."""
     if not aot.enabled():
         return None
     arguments = (*before, *after)
@@ -163,28 +173,104 @@ def split_call(source: str, before: tuple, after: tuple) -> BoundSplit | None:
         target = aot.cache_root() / "aot" / f"list-{key[:32]}"
         module = _loaded.get(target)
         if module is None:
-            module = _loaded[target] = _load_or_build(target, key, source, leaves, len(before))
+            module = _load_or_build(target, key, source, leaves, len(before),
+                                    WAIT_FOR_BUILDS if wait is None else wait)
+            if module is None:
+                return None
+            _loaded[target] = module
         return BoundSplit(module.split, arguments, len(before), handle(arguments, leaves), target)
     except Exception as exc:  # noqa: BLE001 - any failure means: use the JIT
         aot._warn_once(f"the regex list's splitter cannot be compiled ahead of time ({aot._one_line(exc)})")
         return None
 
 
-def _load_or_build(target: Path, key: str, source: str, leaves: list[dict], before: int):
+def _load_or_build(target: Path, key: str, source: str, leaves: list[dict], before: int, wait: bool):
+    """The loaded module in ``target``; when it is missing (or damaged: never loaded), built first if
+    ``wait``, else None with a build started in the background."""
     try:
         return _load_dir(target, key)
     except (FileNotFoundError, AotError):
-        pass  # missing, or damaged (never loaded): built below, the damaged one replaced under the lock
+        pass  # missing, or damaged: built below, the damaged one replaced under the lock
     failed_before = aot._failure(target)
     if failed_before is not None:  # a compiler missing stays missing: do not retry in every process
-        raise AotError(f"its build failed before ({failed_before}; remove {aot._failure_path(target)} to retry)")
+        raise AotError(f"its build failed before ({failed_before}; `bpebench compile --vocab` retries)")
+    if not wait:
+        _start_background(target, {"target": target.name, "key": key, "source": source, "leaves": leaves,
+                                   "before": before})
+        return None
     build(target, key, source, leaves, before)
     return _load_dir(target, key)
 
 
-def build(target: Path, key: str, source: str, leaves: list[dict], before: int) -> None:
-    """Build the list module into ``target`` (unless another process did meanwhile), announcing it in
-    one line on stderr when it starts and one when it ends; a failure is remembered."""
+#: the list modules whose build this process started
+_started: set[Path] = set()
+
+
+def _start_background(target: Path, spec: dict) -> None:
+    """Start a detached process that builds the module into ``target`` (:func:`background_main`), once
+    per process and not while another build of it holds the lock; one line on stderr says so. The
+    build takes about a minute where numba's JIT compiles the generated module in 5-10 s: the first
+    process splits through numba meanwhile, the later ones load the module."""
+    if target in _started:
+        return
+    _started.add(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if _build_running(target):
+        return
+    fd, name = tempfile.mkstemp(prefix=f".spec-{target.name}-", suffix=".json", dir=target.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(spec, f)
+    _spawn([sys.executable, "-c", f"import sys; from {__name__} import background_main; background_main(sys.argv[1])",
+            name])
+    print("bpebench: compiling a regex list's splitter ahead of time in the background (about a minute, once per"
+          " list; numba splits meanwhile)", file=sys.stderr, flush=True)
+
+
+def _build_running(target: Path) -> bool:
+    """Whether another process holds the build lock of ``target`` now."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(target.parent / f"{target.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the lock if it was taken
+    return False
+
+
+def _spawn(command: list[str]) -> None:
+    """Run ``command`` detached: its own session, no terminal, nothing inherited on stdin and stdout."""
+    import subprocess
+
+    subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
+
+
+def background_main(spec_path: str) -> None:
+    """The background build (:func:`_start_background`): the module of the list in ``spec_path``, which
+    is removed. A failure is remembered by :func:`build` (then numba keeps splitting)."""
+    path = Path(spec_path)
+    try:
+        spec = json.loads(path.read_text())
+    finally:
+        path.unlink(missing_ok=True)
+    target = path.parent / spec["target"]
+    try:
+        build(target, spec["key"], spec["source"], spec["leaves"], spec["before"], announce=False)
+    except Exception:  # noqa: BLE001 - remembered in the .failed file; nobody reads this process's output
+        pass
+
+
+def build(target: Path, key: str, source: str, leaves: list[dict], before: int, *, announce: bool = True) -> None:
+    """Build the list module into ``target`` (unless another process did meanwhile), with one line on
+    stderr when it starts and one when it ends (``announce``); a failure is remembered."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with aot._BuildLock(target.parent / f"{target.name}.lock"):
         try:
@@ -194,8 +280,9 @@ def build(target: Path, key: str, source: str, leaves: list[dict], before: int) 
             pass
         aot._clean_leftovers(target.parent)
         start = time.perf_counter()
-        print("bpebench: compiling a regex list's splitter ahead of time (once per list, about a minute)...",
-              file=sys.stderr, flush=True)
+        if announce:
+            print("bpebench: compiling a regex list's splitter ahead of time (once per list, about a minute)...",
+                  file=sys.stderr, flush=True)
         spec = {"module": f"_bpebench_list_{key[:16]}", "source": source, "leaves": leaves, "before": before}
         try:
             aot.run_build(target, {SPEC_FILE: json.dumps(spec)}, "list_main", key, verbose=False)
@@ -205,7 +292,9 @@ def build(target: Path, key: str, source: str, leaves: list[dict], before: int) 
             except OSError:
                 pass
             raise
-        print(f"bpebench: compiled in {time.perf_counter() - start:.0f} s into {target}", file=sys.stderr, flush=True)
+        if announce:
+            print(f"bpebench: compiled in {time.perf_counter() - start:.0f} s into {target}", file=sys.stderr,
+                  flush=True)
         try:
             aot._failure_path(target).unlink()
         except OSError:
