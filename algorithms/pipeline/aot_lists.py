@@ -256,6 +256,11 @@ def _spawn(command: list[str]) -> None:
 def background_main(spec_path: str) -> None:
     """The background build (:func:`_start_background`): the module of the list in ``spec_path``, which
     is removed. A failure is remembered by :func:`build` (then numba keeps splitting)."""
+    if hasattr(os, "sched_setaffinity"):  # not the one CPU a benchmark pinned its parent to
+        try:
+            os.sched_setaffinity(0, range(os.cpu_count() or 1))
+        except OSError:
+            pass
     path = Path(spec_path)
     try:
         spec = json.loads(path.read_text())
