@@ -25,6 +25,7 @@ from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.pipeline import aot, aot_lists, llama_cpp_program
 from bpebench.algorithms.pipeline.llama_cpp_program import ListSplitter, _isolated_spans
 from bpebench.corpora.hard_strings import HARD_STRINGS
+from test_aot import _cache_root_with  # a cache root sharing this one's data, with a module's copy or none
 
 pytestmark = pytest.mark.xdist_group("aot")
 
@@ -165,21 +166,6 @@ def test_compile_builds_what_a_vocabulary_needs(compiled):
     bad = subprocess.run([sys.executable, "-m", "bpebench", "compile", "--vocab", "no-such-vocabulary"], cwd=REPO,
                          env=_env(BPEBENCH_AOT="1"), capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "no-such-vocabulary" in bad.stderr
-
-
-def _cache_root_with(tmp_path: Path, module_dir: Path | None) -> Path:
-    """A cache root sharing this one's derived data but for its ahead-of-time modules, with a copy of
-    ``module_dir`` when given."""
-    real = aot.cache_root()
-    root = tmp_path / "cache"
-    root.mkdir()
-    for entry in real.iterdir():
-        if entry.name != "aot":
-            (root / entry.name).symlink_to(entry)
-    (root / "aot").mkdir()
-    if module_dir is not None:
-        shutil.copytree(module_dir, root / "aot" / module_dir.name)
-    return root
 
 
 def _arguments(splitter):

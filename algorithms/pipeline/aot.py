@@ -551,16 +551,18 @@ def _failure(target: Path) -> str | None:
         return None
 
 
-def verify_dir(directory: Path) -> tuple[dict, Path]:
-    """The manifest and module file of ``directory`` if they check out (key, size, sha256);
-    FileNotFoundError when there is no module, AotError when it is damaged or stale."""
+def verify_dir(directory: Path, key: str | None = None, version: int = FORMAT_VERSION) -> tuple[dict, Path]:
+    """The manifest and module file of ``directory`` if they check out (``key``, by default the fused
+    module's, the manifest's format ``version``, the file's size and sha256); FileNotFoundError when
+    there is no module, AotError when it is damaged or stale."""
     try:
         manifest = json.loads((directory / "manifest.json").read_bytes())
     except FileNotFoundError:
         raise
     except (OSError, ValueError) as exc:
         raise AotError(f"unreadable manifest: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("key") != build_key() or manifest.get("format") != FORMAT_VERSION:
+    if not isinstance(manifest, dict) or manifest.get("key") != (build_key() if key is None else key) \
+            or manifest.get("format") != version:
         raise AotError("manifest of other sources or versions")
     return manifest, _verified_file(directory, manifest, "module")
 

@@ -25,8 +25,14 @@ from .aot import FORMAT_VERSION, ID_LISTS_SOURCE, MODULE_NAME, AotError, _file_r
 def main(argv: list[str]) -> int:
     """The build process: compile the exported functions into ``argv[0]``, write the manifest.
     Errors end as one line on stderr and exit code 1."""
+    return _in_one_line(_child_build, argv)
+
+
+def _in_one_line(build, argv: list[str]) -> int:
+    """``build(out_dir, expected_file)`` from a build process's arguments; an error is one line on
+    stderr (the parent shows the last) and exit code 1."""
     try:
-        return _child_build(Path(argv[0]), Path(argv[1]))
+        return build(Path(argv[0]), Path(argv[1]))
     except Exception as exc:  # noqa: BLE001 - the parent shows the last line
         print(_one_line(exc), file=sys.stderr)
         return 1
@@ -79,11 +85,7 @@ def list_main(argv: list[str]) -> int:
     """The build process of a regex list's splitter (:mod:`.aot_lists`): compile the generated
     module's ``split_utf8`` into ``argv[0]`` as the one export ``split``, write the manifest.
     Errors end as one line on stderr and exit code 1."""
-    try:
-        return _list_build(Path(argv[0]), Path(argv[1]))
-    except Exception as exc:  # noqa: BLE001 - the parent shows the last line
-        print(_one_line(exc), file=sys.stderr)
-        return 1
+    return _in_one_line(_list_build, argv)
 
 
 def _list_build(out_dir: Path, expected_file: Path) -> int:

@@ -308,17 +308,9 @@ def build(target: Path, key: str, source: str, leaves: list[dict], before: int, 
 
 
 def _verify_dir(directory: Path, key: str) -> tuple[dict, Path]:
-    """The manifest and module file of ``directory`` if they check out (key, format, size, sha256);
-    FileNotFoundError when there is none, AotError when it is damaged or stale."""
-    try:
-        manifest = json.loads((directory / "manifest.json").read_bytes())
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise AotError(f"unreadable manifest: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("key") != key or manifest.get("format") != FORMAT_VERSION:
-        raise AotError("manifest of another list, other sources or versions")
-    return manifest, aot._verified_file(directory, manifest, "module")
+    """:func:`.aot.verify_dir` for a list's module: FileNotFoundError when there is none, AotError when it
+    is damaged or stale."""
+    return aot.verify_dir(directory, key, FORMAT_VERSION)
 
 
 def _load_dir(directory: Path, key: str):
