@@ -20,7 +20,9 @@ and the generated matcher of :mod:`.pretokenize_program` writes its branches. Wh
 * a position where no branch matches starts a gap, and the gap up to the next match is a piece
   of its own (llama.cpp keeps the text between matches).
 
-One call per text splits it with every regex of the list. One table gives every code point a kind
+A list's generated module is also compiled ahead of time (:mod:`.aot_lists`, once per list, in the
+background), so later processes split without importing numba. One call per text splits it with
+every regex of the list. One table gives every code point a kind
 for the whole list (:func:`list_tables`: the classes it is in, for each regex; 3-28 kinds for the
 lists of the table), so a text is decoded and classed once; an ASCII text's bytes are its codes,
 with no pass at all. Both are one byte a character, so numba compiles each regex's matcher once. A
