@@ -285,11 +285,12 @@ def cmd_compile(args) -> int:
         print(f"built {so} in {time.perf_counter() - start:.1f} s")
     failed = []
     from bpebench.algorithms.pipeline import aot_lists
+    from bpebench.algorithms.pipeline.llama_cpp_program import list_modules
     from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
     aot_lists.WAIT_FOR_BUILDS = True  # a missing module is built now, not in the background
     for name, vocab in zip(args.vocab, vocabularies):
-        modules = aot_lists.list_modules(Tokenizer(vocab))
+        modules = list_modules(Tokenizer(vocab))
         for splitter, directory in modules:
             if directory is None:
                 failed.append(name)

@@ -317,19 +317,3 @@ def _load_dir(directory: Path, key: str):
     manifest, so = _verify_dir(directory, key)
     return aot._import_file(str(manifest.get("module")), so, ("split",))
 
-
-def list_modules(tokenizer) -> list[tuple[str, Path | None]]:
-    """(name, module directory or None when it runs through numba) of each regex list ``tokenizer``
-    splits with (``bpebench compile --vocab``)."""
-    from .llama_cpp_program import ListSplitter
-
-    found = []
-    llama = getattr(tokenizer, "_llama_fused", None)  # a GGUF file's
-    pipelines = (getattr(tokenizer, "_fused", None), getattr(getattr(tokenizer, "_hf", None), "fused", None),
-                 getattr(llama, "pipeline", None), getattr(llama, "_listed", None))
-    for fused in dict.fromkeys(p for p in pipelines if p is not None):
-        splitter = getattr(fused, "splitter", None)
-        if isinstance(splitter, ListSplitter):
-            split = splitter._split
-            found.append((splitter.name, split.directory if isinstance(split, BoundSplit) else None))
-    return found

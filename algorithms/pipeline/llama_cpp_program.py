@@ -831,6 +831,23 @@ def _list_split(source: str, run: tuple[Step, ...], tables: ListTables):
     return split
 
 
+def list_modules(tokenizer) -> list[tuple[str, object]]:
+    """(name, the directory of its ahead-of-time module, or None when it splits through numba) of each
+    regex list ``tokenizer`` splits with (``bpebench compile --vocab``)."""
+    from .aot_lists import BoundSplit
+
+    found = []
+    llama = getattr(tokenizer, "_llama_fused", None)  # a GGUF file's
+    pipelines = (getattr(tokenizer, "_fused", None), getattr(getattr(tokenizer, "_hf", None), "fused", None),
+                 getattr(llama, "pipeline", None), getattr(llama, "_listed", None))
+    for fused in dict.fromkeys(p for p in pipelines if p is not None):
+        splitter = getattr(fused, "splitter", None)
+        if isinstance(splitter, ListSplitter):
+            split = splitter._split
+            found.append((splitter.name, split.directory if isinstance(split, BoundSplit) else None))
+    return found
+
+
 def llama_cpp_splitter(pre_type: str):
     """The fastest exact split of llama.cpp's ``pre_type``: its compiled list, else the emulation."""
     from .llama_cpp_split import LlamaCppPretokenizer
