@@ -221,9 +221,12 @@ def test_a_failed_build_says_so_in_one_line_and_the_jit_is_used(compiled, tmp_pa
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("bpebench: compiling a regex list's splitter")
     assert len(err) == 2 and "no working C compiler" in err[1] and "using numba's JIT instead" in err[1]
-    assert aot_lists.split_call(source, before, after, wait=True) is None  # remembered: not tried again
-    assert aot_lists.split_call(source, before, after) is None
-    assert calls == ["list_main"] and list((aot.cache_root() / "aot").glob("list-*.failed"))
+    spawned = []
+    monkeypatch.setattr(aot_lists, "_spawn", spawned.append)
+    assert aot_lists.split_call(source, before, after) is None  # remembered: neither built nor started again
+    assert calls == ["list_main"] and not spawned and list((aot.cache_root() / "aot").glob("list-*.failed"))
+    assert aot_lists.split_call(source, before, after, wait=True) is None  # ``compile --vocab`` tries again
+    assert calls == ["list_main", "list_main"]
     # the splitter then takes the generated numba function, with the same pieces
     found = llama_cpp_program._split_function.__wrapped__(DEEPSEEK, "hf")
     assert found is not None and not isinstance(found[1], aot_lists.BoundSplit)

@@ -192,7 +192,7 @@ def _load_or_build(target: Path, key: str, source: str, leaves: list[dict], befo
     except (FileNotFoundError, AotError):
         pass  # missing, or damaged: built below, the damaged one replaced under the lock
     failed_before = aot._failure(target)
-    if failed_before is not None:  # a compiler missing stays missing: do not retry in every process
+    if failed_before is not None and not wait:  # a compiler missing stays missing: not retried in every process
         raise AotError(f"its build failed before ({failed_before}; `bpebench compile --vocab` retries)")
     if not wait:
         _start_background(target, {"target": target.name, "key": key, "source": source, "leaves": leaves,
