@@ -186,20 +186,8 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
                        "_encode_utf8_reusing": fast_pipeline.encode_utf8_reusing,
                        "_encode_utf8_batch": fast_pipeline.encode_utf8_batch,
                        "_encode_pieces": fast_pipeline.encode_pieces, "_frombuffer": np.frombuffer, "_u8": np.uint8}
-    starts, _ = aot.handle_layout(description)
-    names = {}
-    for i, (leaf, start) in enumerate(zip(description["leaves"], starts)):
-        kind = leaf["kind"]
-        if kind == "array":
-            namespace[f"_T{i}"] = np.dtype(leaf["dtype"]).type
-            shape = ", ".join(f"handle[{start + 1 + d}]" for d in range(leaf["ndim"]))
-            names[leaf["path"]] = f"_carray(_pointer(handle[{start}], _T{i}), ({shape},))"
-        elif kind == "int":
-            names[leaf["path"]] = f"handle[{start}]"
-        elif kind == "bool":
-            names[leaf["path"]] = f"handle[{start}] != 0"
-        else:
-            raise AotError(f"plan field {leaf['path']} ({kind}) cannot be passed in a handle")
+    names = dict(zip((leaf["path"] for leaf in description["leaves"]),
+                     _leaf_expressions(description["leaves"], namespace, "plan field")))
     classes = {}
     for i, (prefix, spec) in enumerate(description["records"].items()):
         module_name, _, qualname = spec.partition(":")
@@ -235,6 +223,27 @@ def _generate_exports(description: dict, fast_pipeline) -> dict:
     return {name: namespace[name] for name in ("encode_utf8", "encode_bytes", "encode_utf8_batch", "encode_pieces")}
 
 
+def _leaf_expressions(leaves: list[dict], namespace: dict, what: str) -> list[str]:
+    """The nopython expression of each leaf read back from ``handle`` (:func:`.aot.handle_layout`): an
+    array ``numba.carray`` over its address and shape (its scalar type put in ``namespace``), an int
+    its slot, a bool its slot ``!= 0``."""
+    starts, _ = aot.handle_layout({"leaves": leaves})
+    out = []
+    for i, (leaf, start) in enumerate(zip(leaves, starts)):
+        kind = leaf["kind"]
+        if kind == "array":
+            namespace[f"_T{i}"] = np.dtype(leaf["dtype"]).type
+            shape = ", ".join(f"handle[{start + 1 + d}]" for d in range(leaf["ndim"]))
+            out.append(f"_carray(_pointer(handle[{start}], _T{i}), ({shape},))")
+        elif kind == "int":
+            out.append(f"handle[{start}]")
+        elif kind == "bool":
+            out.append(f"handle[{start}] != 0")
+        else:
+            raise AotError(f"{what} {leaf.get('path', i)} ({kind}) cannot be passed in a handle")
+    return out
+
+
 def _generate_list_export(leaves: list[dict], before: int, split_utf8):
     """The compiled ``split(handle, data, ends, scratch32, scratch64, kinds)`` of a generated list
     module: its ``split_utf8`` called with the list's tables (the first ``before`` leaves) and
@@ -246,17 +255,7 @@ def _generate_list_export(leaves: list[dict], before: int, split_utf8):
 
     namespace: dict = {"__name__": f"{__name__}_list_export", "_carray": numba.carray, "_pointer": address_pointer,
                        "_split": split_utf8}
-    starts, _ = aot.handle_layout({"leaves": leaves})
-    values = []
-    for i, (leaf, start) in enumerate(zip(leaves, starts)):
-        if leaf["kind"] == "array":
-            namespace[f"_T{i}"] = np.dtype(leaf["dtype"]).type
-            shape = ", ".join(f"handle[{start + 1 + d}]" for d in range(leaf["ndim"]))
-            values.append(f"_carray(_pointer(handle[{start}], _T{i}), ({shape},))")
-        elif leaf["kind"] == "int":
-            values.append(f"handle[{start}]")
-        else:
-            raise AotError(f"a list argument of kind {leaf['kind']} cannot be passed in a handle")
+    values = _leaf_expressions(leaves, namespace, "list argument")
     arguments = ", ".join(["data", *values[:before], "ends", "scratch32", "scratch64", "kinds", *values[before:]])
     source = (f"def split(handle, data, ends, scratch32, scratch64, kinds):\n"
               f"    return _split({arguments})\n")

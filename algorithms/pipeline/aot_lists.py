@@ -92,22 +92,15 @@ def handle(arguments: tuple, leaves: list[dict]) -> np.ndarray:
     against ``leaves``. It holds addresses: whoever passes it keeps ``arguments`` alive."""
     if len(arguments) != len(leaves):
         raise AotError(f"{len(arguments)} list arguments where the module takes {len(leaves)}")
-    starts, size = aot.handle_layout({"leaves": leaves})
-    out = np.zeros(max(size, 1), dtype=np.int64)
-    for i, (value, leaf, start) in enumerate(zip(arguments, leaves, starts)):
+    for i, (value, leaf) in enumerate(zip(arguments, leaves)):
         if leaf["kind"] == "array":
             if not (isinstance(value, np.ndarray) and value.dtype.str == leaf["dtype"] and value.ndim == leaf["ndim"]
                     and value.flags.c_contiguous and value.flags.aligned):
                 raise AotError(f"list argument {i} is not a C-contiguous {leaf['dtype']}[{leaf['ndim']}d]")
-            out[start] = value.ctypes.data
-            out[start + 1:start + 1 + value.ndim] = value.shape
         elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
                 or not -(1 << 63) <= int(value) < (1 << 63):
             raise AotError(f"list argument {i} is not an int64")
-        else:
-            out[start] = int(value)
-    out.flags.writeable = False
-    return out
+    return aot.handle_of(arguments, leaves, "list argument")
 
 
 class BoundSplit:
