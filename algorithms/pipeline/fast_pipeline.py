@@ -632,6 +632,19 @@ def _note_piece(chunk_ints, chunk_keys, m, token, w0, w1, w2, w3, n_candidates, 
     return n_candidates
 
 
+@njit(cache=True, inline="always")
+def _next_bit(starts, word, word_index):
+    """(the position of the next set bit of ``starts``, or -1 when there is none; the bits of
+    ``starts[word_index]`` still to take; word_index), from ``word``, the bits of
+    ``starts[word_index]`` not taken yet."""
+    while word == 0 and word_index + 1 < starts.shape[0]:
+        word_index += 1
+        word = starts[word_index]
+    if word == 0:
+        return np.int64(-1), word, word_index
+    return (word_index << 6) + cttz(word), word & (word - np.uint64(1)), word_index
+
+
 @njit(cache=True, _nrt=False)
 def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byte_start, data, start, end, s,
                       starts, word, word_index, chunk_ints, chunk_keys, cache, lane_limit, short_limit, wide_limit):
@@ -648,7 +661,6 @@ def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byt
     Inside ``_encode_chunked``, or with a call or the long tables' probe in it, the loop's values did
     not fit in registers and went to the stack on every piece; this loop took 0.75x the time of
     ``CHUNK``'s two passes on code and 0.83x on prose (the stage table's lookup column)."""
-    n_words = starts.shape[0]
     loads_end = data.shape[0] - 16  # a piece starting here or before can be read as two words
     short_mask = short_tokens.shape[0] - 1
     medium_mask = medium_tokens.shape[0] - 1
@@ -657,15 +669,8 @@ def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byt
     n_candidates = 0
     n_apart = 0
     while m < WINDOW and s < end:
-        while word == 0 and word_index + 1 < n_words:
-            word_index += 1
-            word = starts[word_index]
-        if word == 0:
-            e = end
-        else:
-            position = (word_index << 6) + cttz(word)
-            e = start + position
-            word &= word - np.uint64(1)
+        position, word, word_index = _next_bit(starts, word, word_index)
+        e = end if position < 0 else start + position
         chunk_ints[m, 0] = e
         length = e - s
         if length <= MEDIUM_TOKEN_BYTES and s <= loads_end:
@@ -776,15 +781,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
             sub_start = s
             while m < sub_first + CHUNK and s < end:
                 if n_words > 0:
-                    while word == 0 and word_index + 1 < n_words:
-                        word_index += 1
-                        word = starts[word_index]
-                    if word == 0:
-                        e = end
-                    else:
-                        position = (word_index << 6) + cttz(word)
-                        e = start + (offsets[position] if by_char else position)
-                        word &= word - np.uint64(1)
+                    position, word, word_index = _next_bit(starts, word, word_index)
+                    e = end if position < 0 else start + (offsets[position] if by_char else position)
                 elif n_given > 0:
                     e = start + piece_ends[given]
                     given += 1
