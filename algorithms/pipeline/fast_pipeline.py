@@ -835,13 +835,9 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     token = long_token_at(long_tokens, data, s, e, chunk_ints[i, 1])
                 else:
                     token = spelled_token(forward, two_byte_start, data, s, e)
-                chunk_ints[i, 1] = token
-                if token < 0 and cache_slots > 0 and length <= CACHE_MAX_BYTES:
-                    w0, w1, w2, w3 = _chunk_key(chunk_keys, i)
-                    prefetch(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1) * CACHE_ROW)
-                    if length <= lane_limit and length <= _merge_loop_limit(short_limit, wide_limit, data, s, e):
-                        chunk_ints[n_candidates, 2] = i
-                        n_candidates += 1
+                w0, w1, w2, w3 = _chunk_key(chunk_keys, i)
+                n_candidates = _note_piece(chunk_ints, chunk_keys, i, token, w0, w1, w2, w3, n_candidates, cache,
+                                           lane_limit, short_limit, wide_limit, data, s, e)
                 s = e
         # the window's new short pieces of several tokens take lanes of the interleaved merge loop
         # (their table misses overlap); ``chunk_ints[i, 1]`` becomes -2 - lane
