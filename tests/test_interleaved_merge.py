@@ -17,7 +17,7 @@ from bpebench.algorithms.kernels.interleaved_merge import (END, LANES, START, WI
 from bpebench.algorithms.kernels.matching import merge_rank
 from bpebench.algorithms.kernels.short_piece import NO_FLOOR, atom_rank, merge_short_piece
 from bpebench.algorithms.peers import make_peer
-from bpebench.algorithms.pipeline.fast_pipeline import WINDOW, FusedPipeline
+from bpebench.algorithms.pipeline.fast_pipeline import LANE_ROWS, WINDOW, FusedPipeline
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 #: bytes of real words in several scripts, so pieces merge deep (two-byte characters next to spaces,
@@ -75,8 +75,9 @@ def test_the_merge_loop_of_one_piece_equals_the_definition(name, piece):
 
 def test_a_two_byte_character_starts_whole_only_where_its_neighbours_allow():
     """Worked by hand on o200k: the merge of a space with the byte C2 ranks below that of C2 B0
-    (the sign "°"), so after a space "°" must not start whole; alone, or after a letter, it may.
-    Floors that ignore the neighbours (every character whole) give other ids than the definition."""
+    (the sign "°"), so after a space "°" must not start whole (the space and C2 do: nothing merges
+    with C2 from the right below their rank); alone, or after a letter, it may. Floors that let the
+    sign start whole whatever is before it give other ids than the definition."""
     vocab = load_vocabulary("o200k_base")
     plan = FusedPipeline(vocab).plan
     token = vocab.byte_token
@@ -86,9 +87,11 @@ def test_a_two_byte_character_starts_whole_only_where_its_neighbours_allow():
     after_space = np.frombuffer(" °".encode(), dtype=np.uint8)
     alone = np.frombuffer("°".encode(), dtype=np.uint8)
     assert atom_rank(plan.byte_pair_rank, plan.atom_floors, after_space, 0, 3, 1) == -1
+    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, after_space, 0, 3, 0) == space_c2
     assert atom_rank(plan.byte_pair_rank, plan.atom_floors, alone, 0, 2, 0) == degree
     naive = make_encoder("naive", vocab)
-    blind = np.full_like(plan.atom_floors, NO_FLOOR)
+    blind = np.zeros_like(plan.atom_floors)  # no two bytes start whole inside a piece...
+    blind[(0x20 << 8) | 0xC2] = NO_FLOOR  # ...but the sign after a space
     assert one_piece(plan, " °".encode(), blind) != naive.encode(" °".encode())
     assert one_piece(plan, " °".encode()) == naive.encode(" °".encode())
     # most characters of a Russian word start whole, so the loops above do run on atoms
@@ -99,13 +102,34 @@ def test_a_two_byte_character_starts_whole_only_where_its_neighbours_allow():
     assert whole >= 6
 
 
+def test_two_ascii_bytes_start_whole_only_where_their_neighbours_allow():
+    """Worked by hand on o200k: "in" merges at rank 3 and a space with "i" at rank 320, so in " in" the
+    "i" goes to "n" first. The pair " i" must not start whole there (a merge of "i" to its right ranks
+    below it), "in" may (no merge of a token ending with a space and "i" ranks below 3). Floors that
+    ignore the neighbours take " i" first and give other ids than the definition."""
+    vocab = load_vocabulary("o200k_base")
+    plan = FusedPipeline(vocab).plan
+    token = vocab.byte_token
+    rank = lambda a, b: merge_rank(plan.matcher.pairs, plan.matcher.pair_filter, token[ord(a)], token[ord(b)])
+    assert rank("i", "n") == 3 and rank(" ", "i") == 320
+    piece = np.frombuffer(b" in", dtype=np.uint8)
+    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, piece, 0, 3, 0) == -1
+    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, piece, 0, 3, 1) == 3
+    naive = make_encoder("naive", vocab)
+    blind = np.full_like(plan.atom_floors, NO_FLOOR)
+    assert one_piece(plan, b" in", blind) != naive.encode(b" in")
+    assert one_piece(plan, b" in") == naive.encode(b" in")
+    assert len(naive.encode(b" in")) == 1
+
+
 def test_a_window_with_more_new_pieces_than_lanes_equals_tiktoken():
-    """Every new word of several tokens in one window: more than ``LANES`` of them (the rest take the
-    merge loop one at a time), the same word again (one lane for both), windows cut mid-text; with a
-    one-row cache, a small one, the default one and none."""
+    """Every new word of several tokens in one window: more than ``LANES`` of them (they run in groups of
+    lanes), more than ``LANE_ROWS`` (the rest take the merge loop one at a time), the same word again
+    (one lane for both), windows cut mid-text; with a one-row cache, a small one, the default one and
+    none."""
     pytest.importorskip("tiktoken")
     vocab = load_vocabulary("o200k_base")
-    words = [f" zq{chr(97 + i % 26)}x{chr(97 + i // 26)}vr" for i in range(3 * LANES)]
+    words = [f" zq{chr(97 + i % 26)}x{chr(97 + i // 26)}vr" for i in range(LANE_ROWS + LANES + 3)]
     text = " ".join(words + words[::2] + ["a ."] * (WINDOW // 2) + words[::-1]) * 2
     expected = make_peer("tiktoken", vocab).encode_ordinary_fn(text)
     for cache in (1, 16, None, False):

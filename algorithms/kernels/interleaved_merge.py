@@ -48,6 +48,8 @@ _POSITION_BITS = 5
 _RANK_CAP = np.int64(1) << 56
 #: a key at or above this is a pair that never merges (or no pair)
 _DONE_KEY = _RANK_CAP << _POSITION_BITS
+#: the key of a pair whose rank is still to be read from the pair table (prefetched meanwhile)
+_PENDING = np.int64(-1)
 #: columns of ``lanes`` (int64[LANES, LANE_COLUMNS]): tokens, keys, next, previous, the state, then
 #: the piece's bounds (set by the caller) and a column the caller may use as it likes
 _PARTS, _KEYS, _NEXT, _PREV = 0, WIDTH, 2 * WIDTH, 3 * WIDTH
@@ -71,6 +73,7 @@ def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pai
                              token_offset, data, lanes, count):
     """BPE of the pieces ``data[lanes[j, START]:lanes[j, END]]`` (each of 1 to :data:`WIDTH` bytes)
     of the first ``count`` lanes (at most :data:`LANES`); read them with :func:`lane_tokens`."""
+    pending = 0
     for lane in range(count):
         start = lanes[lane, START]
         end = lanes[lane, END]
@@ -86,11 +89,13 @@ def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pai
             lanes[lane, _PREV + i] = before
             if before >= 0:
                 lanes[lane, _NEXT + before] = i
-                if whole or whole_before:
-                    paired = pair_rank(pairs, pair_filter, lanes[lane, _PARTS + before], lanes[lane, _PARTS + i])
+                if whole or whole_before:  # read from the pair table once every lane is set up
+                    prefetch_merge_rank(pairs, pair_filter, lanes[lane, _PARTS + before], lanes[lane, _PARTS + i])
+                    lanes[lane, _KEYS + before] = _PENDING
+                    pending += 1
                 else:
-                    paired = byte_pair_rank[(np.int64(data[start + before]) << 8) | np.int64(data[start + i])]
-                lanes[lane, _KEYS + before] = _packed(paired, before)
+                    lanes[lane, _KEYS + before] = _packed(
+                        byte_pair_rank[(np.int64(data[start + before]) << 8) | np.int64(data[start + i])], before)
             if whole:
                 lanes[lane, _KEYS + i + 1] = _DONE_KEY  # the character's second byte starts no unit
             before = i
@@ -100,6 +105,13 @@ def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pai
         lanes[lane, _KEYS + before] = _DONE_KEY
         lanes[lane, _LENGTH] = length
         lanes[lane, _LAST] = -1
+    if pending > 0:
+        for lane in range(count):
+            for i in range(lanes[lane, _LENGTH] - 1):
+                if lanes[lane, _KEYS + i] == _PENDING:
+                    paired = pair_rank(pairs, pair_filter, lanes[lane, _PARTS + i],
+                                       lanes[lane, _PARTS + lanes[lane, _NEXT + i]])
+                    lanes[lane, _KEYS + i] = _packed(paired, i)
     active = count
     while active > 0:
         for lane in range(count):

@@ -143,27 +143,28 @@ def _fill_byte_pair_ranks(pairs, pair_filter, byte_token, table):
                 table[(a << 8) | b] = pair_rank(pairs, pair_filter, byte_token[a], byte_token[b])
 
 
-#: ``atom_floors`` (int32): at ``prev * 32 + (b1 - 0xC0)`` the lowest rank of a merge whose right part
-#: is the byte ``b1`` and whose left part ends with the byte ``prev``; at ``RIGHT_FLOORS + (b2 - 0x80) *
-#: 256 + next`` the lowest rank of a merge whose left part is the byte ``b2`` and whose right part starts
-#: with ``next``; ``NO_FLOOR`` where no merge is
-RIGHT_FLOORS = 256 * 32
-ATOM_FLOOR_SLOTS = RIGHT_FLOORS + 64 * 256
+#: ``atom_floors`` (int32): at ``prev << 8 | b1`` the lowest rank of a merge whose right part is the
+#: byte ``b1`` and whose left part ends with the byte ``prev``; at ``RIGHT_FLOORS + (b2 << 8 | next)`` the
+#: lowest rank of a merge whose left part is the byte ``b2`` and whose right part starts with ``next``;
+#: ``NO_FLOOR`` where no merge is
+RIGHT_FLOORS = 1 << 16
+ATOM_FLOOR_SLOTS = 2 << 16
 NO_FLOOR = np.int32(np.iinfo(np.int32).max)
 
 
 def atom_floors(pairs, byte_token, token_bytes, token_start) -> np.ndarray:
-    """The floors that decide where a two-byte character starts whole (module docstring), from the
-    merges in ``pairs`` (``matching``'s packed table, the one the merge loops read). 96 kB."""
+    """The floors that decide where two bytes start as one token (module docstring), from the
+    merges in ``pairs`` (``matching``'s packed table, the one the merge loops read). 512 kB, of which
+    a text touches the rows of its own bytes."""
     floors = np.full(ATOM_FLOOR_SLOTS, NO_FLOOR, dtype=np.int32)
     _fill_atom_floors(pairs, byte_token, token_bytes, token_start, floors)
     return floors
 
 
 def no_atom_floors() -> np.ndarray:
-    """Floors that admit no atom but a piece that is the character alone, whose one possible merge is
-    all BPE can do (merges out of priority order: a merge that uses a character's token can rank
-    below the character's own, so merging it first could change the result)."""
+    """Floors that admit no atom but a piece of two bytes, whose one possible merge is all BPE can
+    do (merges out of priority order: a merge that uses the pair's token can rank below the pair's
+    own, so merging it first could change the result)."""
     return np.zeros(ATOM_FLOOR_SLOTS, dtype=np.int32)
 
 
@@ -179,31 +180,29 @@ def _fill_atom_floors(pairs, byte_token, token_bytes, token_start, floors):
             continue
         left, right, rank = entry >> 42, (entry >> 21) & mask, np.int32(min(entry & mask, NO_FLOOR))
         b = byte_of[right]
-        if 0xC0 <= b < 0xE0:
-            at = np.int64(token_bytes[token_start[left + 1] - 1]) * 32 + (b - 0xC0)
+        if b >= 0:
+            at = (np.int64(token_bytes[token_start[left + 1] - 1]) << 8) | b
             floors[at] = min(floors[at], rank)
         b = byte_of[left]
-        if 0x80 <= b < 0xC0:
-            at = RIGHT_FLOORS + (b - 0x80) * 256 + np.int64(token_bytes[token_start[right]])
+        if b >= 0:
+            at = RIGHT_FLOORS + ((b << 8) | np.int64(token_bytes[token_start[right]]))
             floors[at] = min(floors[at], rank)
 
 
 @njit(cache=True, inline="always")
 def atom_rank(byte_pair_rank, atom_floors, data, start, end, i):
-    """The merge rank of the two-byte character at ``data[i]`` when it starts whole in the piece
+    """The merge rank of the bytes ``data[i:i + 2]`` when they start as one token in the piece
     ``data[start:end]`` (module docstring), else -1."""
+    if i + 1 >= end:
+        return np.int64(-1)
     b1 = np.int64(data[i])
-    if b1 < 0xC0 or b1 >= 0xE0 or i + 1 >= end:
-        return np.int64(-1)
     b2 = np.int64(data[i + 1])
-    if (b2 & 0xC0) != 0x80:
-        return np.int64(-1)
     rank = byte_pair_rank[(b1 << 8) | b2]
     if rank == NO_MERGE:
         return np.int64(-1)
-    if i > start and rank >= atom_floors[np.int64(data[i - 1]) * 32 + (b1 - 0xC0)]:
+    if i > start and rank >= atom_floors[(np.int64(data[i - 1]) << 8) | b1]:
         return np.int64(-1)
-    if i + 2 < end and rank >= atom_floors[RIGHT_FLOORS + (b2 - 0x80) * 256 + np.int64(data[i + 2])]:
+    if i + 2 < end and rank >= atom_floors[RIGHT_FLOORS + ((b2 << 8) | np.int64(data[i + 2]))]:
         return np.int64(-1)
     return rank
 

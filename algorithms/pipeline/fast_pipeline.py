@@ -588,6 +588,9 @@ def _count_cache_use(cache, lookups, hits):
 #: pieces whose ids are written together: the new ones of several tokens among them take turns in
 #: the interleaved merge loop
 WINDOW = 512
+#: lanes a window may fill: its new pieces run in groups of at most ``LANES`` (sixteen in turns
+#: overlap the table misses best; more in one group wait longer for their turn)
+LANE_ROWS = 4 * LANES
 
 
 @njit(cache=True, _nrt=False)
@@ -856,7 +859,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 if lanes[lane, END] - lanes[lane, START] == length and _chunk_key(chunk_keys, seen) == (w0, w1, w2, w3):
                     break
                 lane += 1
-            if lane == LANES:
+            if lane == LANE_ROWS:
                 break  # the rest take the merge loop one at a time
             if lane == n_lanes:
                 lanes[lane, START] = s
@@ -864,10 +867,11 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 lanes[lane, TAG] = i
                 n_lanes += 1
             chunk_ints[i, 1] = -2 - lane
-        if n_lanes > 0:
+        groups = (n_lanes + LANES - 1) // LANES
+        for g in range(groups):  # groups of near-equal size, so none runs a lone lane
+            first = g * n_lanes // groups
             merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
-                                     token_offset,
-                                     data, lanes, n_lanes)
+                                     token_offset, data, lanes[first:], (g + 1) * n_lanes // groups - first)
         for i in range(m):
             piece_end = chunk_ints[i, 0]
             token = chunk_ints[i, 1]
@@ -918,7 +922,7 @@ def _scratch_layout(plan, n, span):
     itself (``n + 1``; none otherwise). The last two: (total words, where the ends start)."""
     size = max(plan.short_limit, 1)
     heap_n = n if plan.live_pair_keys.shape[0] > 0 else 0
-    chunk_ints = LANES * LANE_COLUMNS
+    chunk_ints = LANE_ROWS * LANE_COLUMNS
     chunk_keys = chunk_ints + 3 * WINDOW
     ranks = chunk_keys + KEY_WORDS * WINDOW
     parts = ranks + size
@@ -962,7 +966,7 @@ def _scratch(plan, work, n, span):
                        work[prev:queue].view(np.int32)[:heap_n], work[queue:bitmaps])
     return (work[chunk_ints:chunk_keys].reshape((WINDOW, 3)),
             work[chunk_keys:ranks].view(np.uint64).reshape((WINDOW, KEY_WORDS)),
-            work[:chunk_ints].reshape((LANES, LANE_COLUMNS)),
+            work[:chunk_ints].reshape((LANE_ROWS, LANE_COLUMNS)),
             work[parts:memo].view(np.int32)[:size], work[ranks:parts], heap,
             work[memo:dead].reshape(((dead - memo) >> 2, 4)), work[dead:token].view(np.uint8)[:n + 1],
             work[bitmaps:starts].view(np.uint64).reshape((bitmap_rows(span), BITMAP_COLUMNS)),
