@@ -15,7 +15,7 @@ from bpebench.algorithms.formats import load_vocabulary
 from bpebench.algorithms.kernels.interleaved_merge import (END, LANES, START, WIDTH, lane_tokens,
                                                            merge_pieces_interleaved, new_lanes)
 from bpebench.algorithms.kernels.matching import merge_rank
-from bpebench.algorithms.kernels.short_piece import NO_FLOOR, atom_rank, merge_short_piece
+from bpebench.algorithms.kernels.short_piece import PAIR_FIELD_BITS, PAIR_NONE, atom_rank, merge_short_piece
 from bpebench.algorithms.peers import make_peer
 from bpebench.algorithms.pipeline.fast_pipeline import LANE_ROWS, WINDOW, FusedPipeline
 from bpebench.algorithms.pipeline.tokenizer import Tokenizer
@@ -36,7 +36,7 @@ def interleaved(plan, group: list[bytes]) -> list[list[int]]:
     for lane, piece in enumerate(group):
         lanes[lane, START], lanes[lane, END] = at, at + len(piece)
         at += len(piece)
-    merge_pieces_interleaved(plan.byte_token, plan.byte_pair_rank, plan.atom_floors, plan.matcher.pairs,
+    merge_pieces_interleaved(plan.byte_token, plan.byte_pairs, plan.matcher.pairs,
                              plan.matcher.pair_filter, plan.token_of_rank, plan.token_offset, data, lanes, len(group))
     out = np.empty(WIDTH * LANES, dtype=np.int64)
     return [out[:lane_tokens(lanes, lane, out, 0)].tolist() for lane in range(len(group))]
@@ -53,11 +53,10 @@ def test_each_lane_equals_the_definition(name, group):
     assert interleaved(plan, group) == [naive.encode(piece) for piece in group]
 
 
-def one_piece(plan, piece: bytes, atom_floors=None) -> list[int]:
+def one_piece(plan, piece: bytes, byte_pairs=None) -> list[int]:
     data = np.frombuffer(piece + bytes(8), dtype=np.uint8)
     parts, ranks, out = np.empty(WIDTH, np.int32), np.empty(WIDTH, np.int64), np.empty(WIDTH, np.int32)
-    floors = plan.atom_floors if atom_floors is None else atom_floors
-    n = merge_short_piece(plan.byte_token, plan.byte_pair_rank, floors, plan.matcher.pairs, plan.matcher.pair_filter,
+    n = merge_short_piece(plan.byte_token, plan.byte_pairs if byte_pairs is None else byte_pairs, plan.matcher.pairs, plan.matcher.pair_filter,
                           plan.token_of_rank, plan.token_offset, data, 0, len(piece), parts, ranks, out, 0)
     return out[:n].tolist()
 
@@ -86,18 +85,18 @@ def test_a_two_byte_character_starts_whole_only_where_its_neighbours_allow():
     assert 0 <= space_c2 < degree
     after_space = np.frombuffer(" °".encode(), dtype=np.uint8)
     alone = np.frombuffer("°".encode(), dtype=np.uint8)
-    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, after_space, 0, 3, 1) == -1
-    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, after_space, 0, 3, 0) == space_c2
-    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, alone, 0, 2, 0) == degree
+    assert atom_rank(plan.byte_pairs, after_space, 0, 3, 1) == -1
+    assert atom_rank(plan.byte_pairs, after_space, 0, 3, 0) == space_c2
+    assert atom_rank(plan.byte_pairs, alone, 0, 2, 0) == degree
     naive = make_encoder("naive", vocab)
-    blind = np.zeros_like(plan.atom_floors)  # no two bytes start whole inside a piece...
-    blind[(0x20 << 8) | 0xC2] = NO_FLOOR  # ...but the sign after a space
+    blind = plan.byte_pairs & PAIR_NONE  # the ranks, with floors that let no two bytes start whole...
+    blind[(0x20 << 8) | 0xC2] |= PAIR_NONE << PAIR_FIELD_BITS  # ...but the sign after a space
     assert one_piece(plan, " °".encode(), blind) != naive.encode(" °".encode())
     assert one_piece(plan, " °".encode()) == naive.encode(" °".encode())
     # most characters of a Russian word start whole, so the loops above do run on atoms
     word = "значение".encode()
     data = np.frombuffer(word, dtype=np.uint8)
-    whole = sum(atom_rank(plan.byte_pair_rank, plan.atom_floors, data, 0, len(word), i) >= 0
+    whole = sum(atom_rank(plan.byte_pairs, data, 0, len(word), i) >= 0
                 for i in range(0, len(word), 2))
     assert whole >= 6
 
@@ -113,10 +112,10 @@ def test_two_ascii_bytes_start_whole_only_where_their_neighbours_allow():
     rank = lambda a, b: merge_rank(plan.matcher.pairs, plan.matcher.pair_filter, token[ord(a)], token[ord(b)])
     assert rank("i", "n") == 3 and rank(" ", "i") == 320
     piece = np.frombuffer(b" in", dtype=np.uint8)
-    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, piece, 0, 3, 0) == -1
-    assert atom_rank(plan.byte_pair_rank, plan.atom_floors, piece, 0, 3, 1) == 3
+    assert atom_rank(plan.byte_pairs, piece, 0, 3, 0) == -1
+    assert atom_rank(plan.byte_pairs, piece, 0, 3, 1) == 3
     naive = make_encoder("naive", vocab)
-    blind = np.full_like(plan.atom_floors, NO_FLOOR)
+    blind = (plan.byte_pairs & PAIR_NONE) | (PAIR_NONE << PAIR_FIELD_BITS) | (PAIR_NONE << (2 * PAIR_FIELD_BITS))
     assert one_piece(plan, b" in", blind) != naive.encode(b" in")
     assert one_piece(plan, b" in") == naive.encode(b" in")
     assert len(naive.encode(b" in")) == 1

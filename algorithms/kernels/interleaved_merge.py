@@ -26,7 +26,7 @@ Cost: O(L^2) per piece of ``L`` bytes, as the merge loop.
 numba API::
 
     lanes[j, START], lanes[j, END] = piece j's bounds in data      (the caller's, j < count)
-    merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter,
+    merge_pieces_interleaved(byte_token, byte_pairs, pairs, pair_filter,
                              token_of_rank, token_offset, data, lanes, count) -> None
     lane_tokens(lanes, j, out, n_out) -> new n_out         (piece j's ids in order)
 """
@@ -37,7 +37,7 @@ import numpy as np
 
 from .jit import njit
 from .matching import prefetch_merge_rank
-from .short_piece import atom_rank, merged_token, pair_rank
+from .short_piece import atom_rank, merged_token, pair_entry_rank, pair_rank
 
 #: pieces merged in turns at most (the fused pipeline's scratch holds this many lanes)
 LANES = 16
@@ -69,7 +69,7 @@ def _packed(rank, position):
 
 
 @njit(cache=True, _nrt=False)
-def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+def merge_pieces_interleaved(byte_token, byte_pairs, pairs, pair_filter, token_of_rank,
                              token_offset, data, lanes, count):
     """BPE of the pieces ``data[lanes[j, START]:lanes[j, END]]`` (each of 1 to :data:`WIDTH` bytes)
     of the first ``count`` lanes (at most :data:`LANES`); read them with :func:`lane_tokens`."""
@@ -82,7 +82,7 @@ def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pai
         whole_before = False  # and whether it is a character that started whole
         i = 0
         while i < length:
-            rank = atom_rank(byte_pair_rank, atom_floors, data, start, end, start + i)
+            rank = atom_rank(byte_pairs, data, start, end, start + i)
             whole = rank >= 0
             lanes[lane, _PARTS + i] = (merged_token(rank, token_offset, token_of_rank) if whole
                                        else byte_token[data[start + i]])
@@ -94,8 +94,8 @@ def merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pai
                     lanes[lane, _KEYS + before] = _PENDING
                     pending += 1
                 else:
-                    lanes[lane, _KEYS + before] = _packed(
-                        byte_pair_rank[(np.int64(data[start + before]) << 8) | np.int64(data[start + i])], before)
+                    lanes[lane, _KEYS + before] = _packed(pair_entry_rank(
+                        byte_pairs[(np.int64(data[start + before]) << 8) | np.int64(data[start + i])]), before)
             if whole:
                 lanes[lane, _KEYS + i + 1] = _DONE_KEY  # the character's second byte starts no unit
             before = i

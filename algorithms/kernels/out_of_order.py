@@ -36,7 +36,7 @@ from .compiled import live_merges, pair_table
 from .jit import njit
 from .matching import merge_ranks
 from .short_piece import (
-    ATOM_FLOOR_SLOTS, NO_MERGE, _fill_byte_pair_ranks, long_tokens, medium_tokens, merge_short_piece,
+    NO_MERGE, _fill_byte_pair_ranks, byte_pairs_without_atoms, long_tokens, medium_tokens, merge_short_piece,
     rank_token_offset, short_tokens,
 )
 
@@ -74,8 +74,9 @@ def _build(vocab, tables, matcher) -> dict | None:
         return None
     usable = np.ones(len(tables.token_len), dtype=np.bool_)
     usable[list(vocab.excluded)] = False
-    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token, ranked[4],
-                                      ranked[0], ranked[1], ranked[2], ranked[3], usable)
+    # merges out of priority order: no two bytes start as one token inside a piece
+    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token,
+                                      byte_pairs_without_atoms(ranked[4]), ranked[0], ranked[1], ranked[2], ranked[3], usable)
     keep = (produced[left] & produced[right] & produced[merged]).astype(bool)
     if not keep.all():  # merges that never apply (see the module docstring); fewer pairs to probe
         left, right, merged, priority = left[keep], right[keep], merged[keep], priority[keep]
@@ -113,8 +114,8 @@ def whole_token_lookup(vocab, tables, live: dict, whole_piece_lookup: bool) -> t
 
 
 @njit(cache=True)
-def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pair_rank, pairs, pair_filter, token_of_rank,
-                           token_offset, usable):
+def _produced_by_own_bytes(token_bytes, token_start, byte_token, no_atoms, pairs, pair_filter,
+                           token_of_rank, token_offset, usable):
     """uint8 per token: 1 when the merge loop over the token's own bytes gives that token alone."""
     n = token_start.shape[0] - 1
     longest = 1
@@ -124,7 +125,6 @@ def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pair_rank,
     ranks = np.empty(longest, dtype=np.int64)
     out = np.empty(longest, dtype=np.int32)
     produced = np.zeros(n, dtype=np.uint8)
-    no_atoms = np.zeros(ATOM_FLOOR_SLOTS, dtype=np.int32)  # merges out of priority order: no character starts whole
     for t in range(n):
         start, end = token_start[t], token_start[t + 1]
         if not usable[t] or end == start:
@@ -136,7 +136,7 @@ def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pair_rank,
                 break
         if not encodable:
             continue
-        count = merge_short_piece(byte_token, byte_pair_rank, no_atoms, pairs, pair_filter, token_of_rank, token_offset,
+        count = merge_short_piece(byte_token, no_atoms, pairs, pair_filter, token_of_rank, token_offset,
                                   token_bytes, start, end, parts, ranks, out, 0)
         if count == 1 and out[0] == t:
             produced[t] = 1

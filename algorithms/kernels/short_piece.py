@@ -6,7 +6,7 @@ on ties), updating only the ranks of its two new neighbours. Each merge is a sca
 of at most ``L`` ranks and a shift, so a piece costs O(L^2) time; for the short
 pieces of natural text that is cheaper than backtracking's trie walks and
 compatibility checks (tiktoken does the same). The first round reads byte-pair
-ranks from a dense 64k table (``byte_pair_ranks``, L2-resident); later rounds use
+ranks from a dense 64k table (``byte_pairs``, below); later rounds use
 ``matching.merge_rank`` (packed pairs + bit filter), and the merged token is
 ``token_of_rank[rank]`` (no second hash probe), or ``rank + token_offset`` when every
 merge rank forms the token that many ids above it (``rank_token_offset``: tiktoken's
@@ -14,17 +14,24 @@ vocabularies, where ids are merge order). That saves a load that misses the cach
 about as often as the pair probe: the merge loop alone ran 1.12-1.15x faster on
 the multi-token pieces of o200k prose, code and ``udhr-all``.
 
-Two-byte characters start whole where that is exact ("atoms"). For a character ``b1 b2``
-(``b1`` in C0-DF, ``b2`` in 80-BF) whose merge has rank ``r``: before ``b1 b2`` merges, ``b1`` can
-only merge with the token to its left (a merge ``(x, b1)``, where ``x`` ends with the byte before
-the character) and ``b2`` only with the token to its right (``(b2, y)``, ``y`` starting with the
-byte after it). When every such merge ranks above ``r`` (``atom_floors``, per neighbouring byte),
-``b1 b2`` merges before either byte takes part in anything else, and in a vocabulary whose merges
-run in priority order every merge that uses the character's token ranks above ``r`` too, so
-merging it first changes no choice the loop makes: the same result, with one scan and two pair
-reads fewer per such character (84% of the two-byte characters of o200k's multilingual pieces,
-76% for cl100k). Vocabularies whose merges run out of priority order get floors that admit none
-(``no_atom_floors``).
+Two bytes start as one token where that is exact ("atoms"). For bytes ``b1 b2`` whose merge has rank
+``r``: before ``b1 b2`` merges, ``b1`` can only merge with the token to its left (a merge ``(x, b1)``,
+where ``x`` ends with the byte before ``b1``) and ``b2`` only with the token to its right (``(b2, y)``,
+``y`` starting with the byte after it). When every such merge ranks above ``r`` (the floors in
+``byte_pairs``), ``b1 b2`` merges before either byte takes part in anything else, and in a vocabulary
+whose merges run in priority order every merge that uses the pair's token ranks above ``r`` too, so
+merging it first changes no choice the loop makes: the same result, with one turn of the loop and
+its pair-table reads fewer per atom. Taken left to right, two atoms never overlap (each would need
+the other's rank above its own). About half the merges of new ASCII words of code and prose start
+done so (o200k), and 84% of the two-byte characters of o200k's multilingual pieces (76% for cl100k).
+Vocabularies whose merges run out of priority order get floors that admit none
+(``byte_pairs_without_atoms``).
+
+``byte_pairs`` (int64[65536]) holds, at ``a << 8 | b``, three fields of :data:`PAIR_FIELD_BITS` bits:
+the rank of the merge ``a b``, the lowest rank of a merge whose right part is the byte ``b`` and whose
+left part ends with ``a`` (the floor of ``b`` after ``a``), and the lowest rank of a merge whose left part
+is the byte ``a`` and whose right part starts with ``b`` (the floor of ``a`` before ``b``); so a piece's
+setup reads one entry per byte pair for its ranks and atoms.
 
 Exact: it is the definition over the canonical splits' ranks (as the ``heap``
 encoder uses them), so it equals ``naive`` on every piece whose bytes are all
@@ -42,7 +49,7 @@ a trie walk over the piece reads one row per byte, each waiting for the one befo
 
 numba API::
 
-    merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+    merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank,
                       token_offset, data, start, end, parts, ranks, out, n_out) -> new n_out
     short_token(short_tokens, data, start, end) -> token | -1      (end - start <= 8)
     medium_token(medium_tokens, data, start, end) -> token | -1    (8 < end - start <= 16)
@@ -62,14 +69,14 @@ NO_MERGE = np.int64(1) << 62
 #: ``token_offset`` when merged tokens are not their rank plus a constant: read ``token_of_rank``
 TABLE_TOKENS = np.iinfo(np.int64).min
 #: the arrays ``short_piece_tables`` returns
-TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "long_tokens", "byte_pair_ranks", "atom_floors",
+TABLE_NAMES = frozenset({"short_tokens", "medium_tokens", "long_tokens", "byte_pairs",
                          "token_of_rank", "token_offset", "unreachable"})
 
 
 def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
     """The fused pipeline's short-piece arrays (:data:`TABLE_NAMES`), memoised on ``vocab`` and
     stored in the on-disk vocabulary cache, so a cached load builds none of them:
-    ``short_tokens``, ``medium_tokens``, ``long_tokens``, ``byte_pair_ranks``, ``atom_floors``, ``token_of_rank``
+    ``short_tokens``, ``medium_tokens``, ``long_tokens``, ``byte_pairs``, ``token_of_rank``
     (empty when ranks tie), ``token_offset`` (``rank_token_offset``, one int64: 2-3 ms to compute for
     o200k, a third of what a fused pipeline's set-up costs with the cache) and
     ``unreachable`` (``has_unreachable`` as one int64: about 1 ms of page faults on the
@@ -81,8 +88,8 @@ def short_piece_tables(vocab, tables, matcher) -> dict[str, np.ndarray]:
             "short_tokens": short_tokens(tables),
             "medium_tokens": medium_tokens(tables),
             "long_tokens": long_tokens(tables),
-            "byte_pair_ranks": byte_pair_ranks(matcher, tables.byte_token),
-            "atom_floors": atom_floors(matcher.pairs, tables.byte_token, tables.token_bytes, tables.token_start),
+            "byte_pairs": byte_pair_table(matcher.pairs, tables.byte_token, tables.token_bytes, tables.token_start,
+                                          byte_pair_ranks(matcher, tables.byte_token)),
             "token_of_rank": np.empty(0, dtype=np.int32) if by_rank is None else by_rank,
             "token_offset": np.array([TABLE_TOKENS if by_rank is None else rank_token_offset(by_rank)],
                                      dtype=np.int64),
@@ -143,33 +150,38 @@ def _fill_byte_pair_ranks(pairs, pair_filter, byte_token, table):
                 table[(a << 8) | b] = pair_rank(pairs, pair_filter, byte_token[a], byte_token[b])
 
 
-#: ``atom_floors`` (int32): at ``prev << 8 | b1`` the lowest rank of a merge whose right part is the
-#: byte ``b1`` and whose left part ends with the byte ``prev``; at ``RIGHT_FLOORS + (b2 << 8 | next)`` the
-#: lowest rank of a merge whose left part is the byte ``b2`` and whose right part starts with ``next``;
-#: ``NO_FLOOR`` where no merge is
-RIGHT_FLOORS = 1 << 16
-ATOM_FLOOR_SLOTS = 2 << 16
-NO_FLOOR = np.int32(np.iinfo(np.int32).max)
+#: the width of each field of a ``byte_pairs`` entry (module docstring); :data:`PAIR_NONE` where no merge is
+PAIR_FIELD_BITS = 21
+PAIR_NONE = np.int64((1 << PAIR_FIELD_BITS) - 1)
+#: a floor that no rank reaches
+NO_FLOOR = PAIR_NONE
 
 
-def atom_floors(pairs, byte_token, token_bytes, token_start) -> np.ndarray:
-    """The floors that decide where two bytes start as one token (module docstring), from the
-    merges in ``pairs`` (``matching``'s packed table, the one the merge loops read). 512 kB, of which
-    a text touches the rows of its own bytes."""
-    floors = np.full(ATOM_FLOOR_SLOTS, NO_FLOOR, dtype=np.int32)
-    _fill_atom_floors(pairs, byte_token, token_bytes, token_start, floors)
-    return floors
+def byte_pair_table(pairs, byte_token, token_bytes, token_start, byte_pair_ranks) -> np.ndarray:
+    """The byte pairs' ranks and floors (above), from the merges in ``pairs`` (``matching``'s packed
+    table, the one the merge loops read) and ``byte_pair_ranks``. 512 kB, of which a text touches the
+    entries of its own byte pairs (ASCII: the first 256 kB)."""
+    left = np.full(1 << 16, PAIR_NONE, dtype=np.int64)
+    right = np.full(1 << 16, PAIR_NONE, dtype=np.int64)
+    _fill_byte_pairs(pairs, byte_token, token_bytes, token_start, left, right)
+    return _pack_pair_fields(byte_pair_ranks, left, right)
 
 
-def no_atom_floors() -> np.ndarray:
-    """Floors that admit no atom but a piece of two bytes, whose one possible merge is all BPE can
-    do (merges out of priority order: a merge that uses the pair's token can rank below the pair's
-    own, so merging it first could change the result)."""
-    return np.zeros(ATOM_FLOOR_SLOTS, dtype=np.int32)
+def byte_pairs_without_atoms(byte_pair_ranks) -> np.ndarray:
+    """The ranks with floors that admit no atom but a piece of two bytes, whose one possible merge is
+    all BPE can do (merges out of priority order: a merge that uses the pair's token can rank below
+    the pair's own, so merging it first could change the result)."""
+    zeros = np.zeros(1 << 16, dtype=np.int64)
+    return _pack_pair_fields(byte_pair_ranks, zeros, zeros)
+
+
+def _pack_pair_fields(byte_pair_ranks, left, right) -> np.ndarray:
+    ranks = np.where(byte_pair_ranks >= PAIR_NONE, PAIR_NONE, byte_pair_ranks).astype(np.int64)
+    return ranks | (np.minimum(left, PAIR_NONE) << PAIR_FIELD_BITS) | (np.minimum(right, PAIR_NONE) << (2 * PAIR_FIELD_BITS))
 
 
 @njit(cache=True)
-def _fill_atom_floors(pairs, byte_token, token_bytes, token_start, floors):
+def _fill_byte_pairs(pairs, byte_token, token_bytes, token_start, left_floor, right_floor):
     byte_of = np.full(token_start.shape[0], -1, dtype=np.int64)
     for b in range(256):
         if byte_token[b] >= 0:
@@ -178,31 +190,38 @@ def _fill_atom_floors(pairs, byte_token, token_bytes, token_start, floors):
     for entry in pairs:
         if entry == -1:
             continue
-        left, right, rank = entry >> 42, (entry >> 21) & mask, np.int32(min(entry & mask, NO_FLOOR))
+        left, right, rank = entry >> 42, (entry >> 21) & mask, entry & mask
         b = byte_of[right]
         if b >= 0:
             at = (np.int64(token_bytes[token_start[left + 1] - 1]) << 8) | b
-            floors[at] = min(floors[at], rank)
+            left_floor[at] = min(left_floor[at], rank)
         b = byte_of[left]
         if b >= 0:
-            at = RIGHT_FLOORS + ((b << 8) | np.int64(token_bytes[token_start[right]]))
-            floors[at] = min(floors[at], rank)
+            at = (b << 8) | np.int64(token_bytes[token_start[right]])
+            right_floor[at] = min(right_floor[at], rank)
 
 
 @njit(cache=True, inline="always")
-def atom_rank(byte_pair_rank, atom_floors, data, start, end, i):
+def pair_entry_rank(entry):
+    """The merge rank in a ``byte_pairs`` entry, :data:`NO_MERGE` for none."""
+    rank = entry & PAIR_NONE
+    return NO_MERGE if rank == PAIR_NONE else rank
+
+
+@njit(cache=True, inline="always")
+def atom_rank(byte_pairs, data, start, end, i):
     """The merge rank of the bytes ``data[i:i + 2]`` when they start as one token in the piece
     ``data[start:end]`` (module docstring), else -1."""
     if i + 1 >= end:
         return np.int64(-1)
     b1 = np.int64(data[i])
     b2 = np.int64(data[i + 1])
-    rank = byte_pair_rank[(b1 << 8) | b2]
-    if rank == NO_MERGE:
+    rank = byte_pairs[(b1 << 8) | b2] & PAIR_NONE
+    if rank == PAIR_NONE:
         return np.int64(-1)
-    if i > start and rank >= atom_floors[(np.int64(data[i - 1]) << 8) | b1]:
+    if i > start and rank >= (byte_pairs[(np.int64(data[i - 1]) << 8) | b1] >> PAIR_FIELD_BITS) & PAIR_NONE:
         return np.int64(-1)
-    if i + 2 < end and rank >= atom_floors[RIGHT_FLOORS + ((b2 << 8) | np.int64(data[i + 2]))]:
+    if i + 2 < end and rank >= byte_pairs[(b2 << 8) | np.int64(data[i + 2])] >> (2 * PAIR_FIELD_BITS):
         return np.int64(-1)
     return rank
 
@@ -222,7 +241,7 @@ def merged_token(rank, token_offset, token_of_rank):
 
 
 @njit(cache=True, _nrt=False)
-def merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank, token_offset,
+def merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset,
                       data, start, end, parts, ranks, out, n_out):
     """Append the BPE encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
 
@@ -232,7 +251,7 @@ def merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filte
     i = start
     whole_before = False  # the unit before ``i`` is a character that started whole
     while i < end:
-        rank = atom_rank(byte_pair_rank, atom_floors, data, start, end, i)
+        rank = atom_rank(byte_pairs, data, start, end, i)
         if rank >= 0:
             parts[n] = merged_token(rank, token_offset, token_of_rank)
             if n > 0:
@@ -243,7 +262,7 @@ def merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filte
             parts[n] = byte_token[data[i]]
             if n > 0:
                 ranks[n - 1] = (pair_rank(pairs, pair_filter, parts[n - 1], parts[n]) if whole_before
-                                else byte_pair_rank[(np.int64(data[i - 1]) << 8) | np.int64(data[i])])
+                                else pair_entry_rank(byte_pairs[(np.int64(data[i - 1]) << 8) | np.int64(data[i])]))
             whole_before = False
             i += 1
         n += 1

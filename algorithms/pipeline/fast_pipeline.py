@@ -182,8 +182,7 @@ class Plan(NamedTuple):
     short_tokens: np.ndarray  # int64[slots, 2]: ``short_piece.short_tokens``
     medium_tokens: np.ndarray  # int64[slots, 3]: ``short_piece.medium_tokens``
     long_tokens: np.ndarray  # int64[slots, 5]: ``short_piece.long_tokens``
-    byte_pair_rank: np.ndarray  # int64[65536]: ``short_piece.byte_pair_ranks``
-    atom_floors: np.ndarray  # int32: where a two-byte character starts whole (``short_piece.atom_floors``)
+    byte_pairs: np.ndarray  # int64[65536]: byte pairs' ranks and where they start whole (``short_piece.byte_pairs``)
     token_of_rank: np.ndarray  # int32: the token each merge rank forms (``short_piece.token_of_rank``)
     token_offset: int  # ``short_piece.rank_token_offset``: merge rank + this = the token, or TABLE_TOKENS
     short_limit: int  # pieces of at most this many bytes run the merge loop of ``short_piece``
@@ -469,24 +468,24 @@ def _merge_loop_limit(short_limit, wide_limit, data, start, end):
 
 
 @njit(cache=True, inline="always")
-def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+def _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                short_limit,
                data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache):
     """Append the ids of a piece that is not one token: the merge loop up to ``short_limit``
     bytes, backtracking (linear) beyond; when merges run out of priority order (``heap``
     scratch given) :func:`_cut_piece` beyond."""
     if piece_end - piece_start <= short_limit:
-        return merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+        return merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank,
                                  token_offset, data, piece_start, piece_end, parts, ranks, out, n_out)
     if heap.queue.shape[0] > 0:
-        return _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
+        return _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank,
                           token_offset, short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out,
                           cache)
     return backtrack_piece(matcher, data, piece_start, piece_end, dead, out, n_out)
 
 
 @njit(cache=True, _nrt=False)
-def _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+def _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                short_limit, data, piece_start, piece_end, parts, ranks, heap, out, n_out, cache):
     """Append the ids of a long piece when merges run out of priority order: cut where no merge can
     join the two sides (``cut_points``; exact), each part through :func:`_part`. CJK runs fall into
@@ -495,15 +494,15 @@ def _cut_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_flo
     part = piece_start
     for p in range(piece_start + 1, piece_end - 1):
         if data[p] >= 0xC0 and can_cut(heap.crossing, data, p, piece_end):
-            n_out = _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank,
+            n_out = _part(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank,
                           token_offset, short_limit, data, part, p, parts, ranks, heap, out, n_out, cache)
             part = p
-    return _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+    return _part(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                  short_limit, data, part, piece_end, parts, ranks, heap, out, n_out, cache)
 
 
 @njit(cache=True, inline="always")
-def _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+def _part(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
           short_limit, data, start, end, parts, ranks, heap, out, n_out, cache):
     """Append BPE of the part ``data[start:end]`` of a cut piece: from the piece cache when it holds
     those bytes, else the merge loop up to ``short_limit`` bytes and the heap's loop beyond (kept in
@@ -520,7 +519,7 @@ def _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, 
             return n_out + count
     first = n_out
     if length <= short_limit:
-        n_out = merge_short_piece(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+        n_out = merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank,
                                   token_offset, data, start, end, parts, ranks, out, n_out)
     else:
         n_out = heap_piece(matcher, heap.pair_keys, heap.pair_vals, byte_token, data, start, end, heap.token,
@@ -531,7 +530,7 @@ def _part(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, 
 
 
 @njit(cache=True, inline="always")
-def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                     short_limit,
                     data, piece_start, piece_end, dead, memo, parts, ranks, heap, out, n_out, cache, key):
     """Append the ids of a piece that is not one token; returns (new n_out, 1 if the piece cache was
@@ -548,14 +547,14 @@ def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, ato
         if count >= 0:
             return n_out + count, 1, 1
         first = n_out
-        n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+        n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                            short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache)
         if n_out - first <= CACHE_MAX_IDS:
             _cache_put(cache, cache_slot, w0, w1, w2, w3, length, out, first, n_out - first)
         return n_out, 1, 0
     if length > _MEMO_MAX_PIECE:
         # a long piece: it hardly ever repeats, and hashing it would cost 2-3% of its BPE
-        return _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+        return _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                           short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache), 0, 0
     # without the piece cache (or longer than its keys): the call's memo, which points at the
     # piece's earlier bytes and ids in ``data`` and ``out``
@@ -567,7 +566,7 @@ def _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, ato
             out[n_out + i] = out[seen_at + i]
         return n_out + count, 0, 0
     first = n_out
-    n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors, token_of_rank, token_offset,
+    n_out = _bpe_piece(matcher, pairs, pair_filter, byte_token, byte_pairs, token_of_rank, token_offset,
                        short_limit, data, piece_start, piece_end, dead, parts, ranks, heap, out, n_out, cache)
     memo[slot, 0] = key
     memo[slot, 1] = piece_start
@@ -748,8 +747,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     medium_tokens = plan.medium_tokens
     long_tokens = plan.long_tokens
     bytes_slots, token_bytes, token_start = plan.bytes_slots, plan.token_bytes, plan.token_start
-    byte_token, byte_pair_rank, token_of_rank = plan.byte_token, plan.byte_pair_rank, plan.token_of_rank
-    atom_floors = plan.atom_floors
+    byte_token, token_of_rank = plan.byte_token, plan.token_of_rank
+    byte_pairs = plan.byte_pairs
     token_offset = plan.token_offset
     pairs, pair_filter = matcher.pairs, matcher.pair_filter
     whole_piece = plan.whole_piece
@@ -870,7 +869,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
         groups = (n_lanes + LANES - 1) // LANES
         for g in range(groups):  # groups of near-equal size, so none runs a lone lane
             first = g * n_lanes // groups
-            merge_pieces_interleaved(byte_token, byte_pair_rank, atom_floors, pairs, pair_filter, token_of_rank,
+            merge_pieces_interleaved(byte_token, byte_pairs, pairs, pair_filter, token_of_rank,
                                      token_offset, data, lanes[first:], (g + 1) * n_lanes // groups - first)
         for i in range(m):
             piece_end = chunk_ints[i, 0]
@@ -890,7 +889,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                     _cache_put(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1), w0, w1, w2, w3, length,
                                out, first, n_out - first)
             elif not lookup_only:
-                n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pair_rank, atom_floors,
+                n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pairs,
                                                         token_of_rank, token_offset,
                                                         _merge_loop_limit(short_limit, wide_limit, data, piece_start, piece_end),
                                                         data, piece_start,
@@ -1468,7 +1467,7 @@ class FusedPipeline:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
-        from ..kernels.short_piece import no_atom_floors, short_piece_tables
+        from ..kernels.short_piece import byte_pairs_without_atoms, short_piece_tables
 
         reason = unsupported_reason(vocabulary, split=split)
         if reason is not None:
@@ -1496,7 +1495,7 @@ class FusedPipeline:
             matcher, short_lookup, medium_lookup, long_lookup = whole_token_lookup(vocabulary, tables, live,
                                                                                    vocabulary.whole_piece_lookup)
             short = dict(short, token_of_rank=live["token_of_rank"], token_offset=[live["token_offset"]],
-                         byte_pair_ranks=live["byte_pair_ranks"], atom_floors=no_atom_floors(),
+                         byte_pairs=byte_pairs_without_atoms(live["byte_pair_ranks"]),
                          short_tokens=short_lookup,
                          medium_tokens=medium_lookup, long_tokens=long_lookup)
             unreachable = False
@@ -1560,7 +1559,7 @@ class FusedPipeline:
                          stage1, stage2, whole_piece, tables.bytes_slots, tables.token_bytes,
                          tables.token_start, tables.byte_token, short["short_tokens"], short["medium_tokens"],
                          short["long_tokens"],
-                         short["byte_pair_ranks"], short["atom_floors"], merges_by_rank, int(short["token_offset"][0]), short_limit,
+                         short["byte_pairs"], merges_by_rank, int(short["token_offset"][0]), short_limit,
                          wide_limit,
                          live_pair_keys, live_pair_vals, crossing,
                          split_tables(self.splitter))
