@@ -43,7 +43,7 @@ from .short_piece import (
 
 def out_of_order_tables(vocab, tables, matcher) -> dict | None:
     """The fused pipeline's tables for ``vocab`` by the definition's merges (memoised on it), or
-    None when merge ranks tie: ``matcher`` (``matcher`` with the live merges), ``byte_pair_ranks``,
+    None when merge ranks tie: ``matcher`` (``matcher`` with the live merges), ``byte_pairs``,
     ``token_of_rank``, ``token_offset``, ``produced`` (uint8 per token), ``usable`` (uint8 per
     token: not excluded), ``pair_keys`` / ``pair_vals`` (live merge -> token, for
     ``heap_piece``) and ``unreachable`` (whether some usable multi-byte token is not produced)."""
@@ -54,8 +54,9 @@ def out_of_order_tables(vocab, tables, matcher) -> dict | None:
 
 
 def _ranked(left, right, merged, priority, byte_token):
-    """(pairs, pair_filter, token_of_rank, token_offset, byte_pair_ranks) of the merges, or None
-    when one rank would name two tokens."""
+    """(pairs, pair_filter, token_of_rank, token_offset, byte_pairs) of the merges, or None when one
+    rank would name two tokens. Merges out of priority order: no two bytes start as one token inside a
+    piece (``byte_pairs_without_atoms``)."""
     pairs, pair_filter = merge_ranks(left, right, priority)
     _, dense = np.unique(priority, return_inverse=True)
     by_rank = np.full(int(dense.max()) + 1 if len(dense) else 1, -1, dtype=np.int32)
@@ -64,7 +65,7 @@ def _ranked(left, right, merged, priority, byte_token):
         return None
     byte_pair = np.full(1 << 16, NO_MERGE, dtype=np.int64)
     _fill_byte_pair_ranks(pairs, pair_filter, byte_token, byte_pair)
-    return pairs, pair_filter, by_rank, rank_token_offset(by_rank), byte_pair
+    return pairs, pair_filter, by_rank, rank_token_offset(by_rank), byte_pairs_without_atoms(byte_pair)
 
 
 def _build(vocab, tables, matcher) -> dict | None:
@@ -74,18 +75,17 @@ def _build(vocab, tables, matcher) -> dict | None:
         return None
     usable = np.ones(len(tables.token_len), dtype=np.bool_)
     usable[list(vocab.excluded)] = False
-    # merges out of priority order: no two bytes start as one token inside a piece
-    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token,
-                                      byte_pairs_without_atoms(ranked[4]), ranked[0], ranked[1], ranked[2], ranked[3], usable)
+    produced = _produced_by_own_bytes(tables.token_bytes, tables.token_start, tables.byte_token, ranked[4],
+                                      ranked[0], ranked[1], ranked[2], ranked[3], usable)
     keep = (produced[left] & produced[right] & produced[merged]).astype(bool)
     if not keep.all():  # merges that never apply (see the module docstring); fewer pairs to probe
         left, right, merged, priority = left[keep], right[keep], merged[keep], priority[keep]
         ranked = _ranked(left, right, merged, priority, tables.byte_token)
-    pairs, pair_filter, by_rank, offset, byte_pair = ranked
+    pairs, pair_filter, by_rank, offset, byte_pairs = ranked
     pair_keys, pair_vals = pair_table(left, right, merged)
     return {
         "matcher": matcher._replace(pairs=pairs, pair_filter=pair_filter),
-        "byte_pair_ranks": byte_pair,
+        "byte_pairs": byte_pairs,
         "token_of_rank": by_rank,
         "token_offset": offset,
         "produced": produced,
@@ -114,7 +114,7 @@ def whole_token_lookup(vocab, tables, live: dict, whole_piece_lookup: bool) -> t
 
 
 @njit(cache=True)
-def _produced_by_own_bytes(token_bytes, token_start, byte_token, no_atoms, pairs, pair_filter,
+def _produced_by_own_bytes(token_bytes, token_start, byte_token, byte_pairs, pairs, pair_filter,
                            token_of_rank, token_offset, usable):
     """uint8 per token: 1 when the merge loop over the token's own bytes gives that token alone."""
     n = token_start.shape[0] - 1
@@ -136,7 +136,7 @@ def _produced_by_own_bytes(token_bytes, token_start, byte_token, no_atoms, pairs
                 break
         if not encodable:
             continue
-        count = merge_short_piece(byte_token, no_atoms, pairs, pair_filter, token_of_rank, token_offset,
+        count = merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset,
                                   token_bytes, start, end, parts, ranks, out, 0)
         if count == 1 and out[0] == t:
             produced[t] = 1

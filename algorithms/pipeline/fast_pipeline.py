@@ -1467,7 +1467,7 @@ class FusedPipeline:
         from ..kernels.compiled import compile_vocabulary
         from ..kernels.matching import build_matcher
         from .pretokenize_compiled import PATTERN_IDS, get_tables
-        from ..kernels.short_piece import byte_pairs_without_atoms, short_piece_tables
+        from ..kernels.short_piece import short_piece_tables
 
         reason = unsupported_reason(vocabulary, split=split)
         if reason is not None:
@@ -1495,7 +1495,7 @@ class FusedPipeline:
             matcher, short_lookup, medium_lookup, long_lookup = whole_token_lookup(vocabulary, tables, live,
                                                                                    vocabulary.whole_piece_lookup)
             short = dict(short, token_of_rank=live["token_of_rank"], token_offset=[live["token_offset"]],
-                         byte_pairs=byte_pairs_without_atoms(live["byte_pair_ranks"]),
+                         byte_pairs=live["byte_pairs"],
                          short_tokens=short_lookup,
                          medium_tokens=medium_lookup, long_tokens=long_lookup)
             unreachable = False
