@@ -24,6 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# before the protocol is imported: it picks its clock then
+os.environ.setdefault("BPEBENCH_BENCH_CLOCK", "cpu")
+
 from benchmarks import protocol  # noqa: E402
 
 
@@ -54,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         limits = parse_limits(args.limits)
     except ValueError as error:
         parser.exit(2, f"merge_limits: {error}\n")
-    os.environ.setdefault("BPEBENCH_BENCH_CLOCK", "cpu")
 
     from bpebench import load_vocabulary
     from bpebench.errors import BpebenchError
