@@ -12,7 +12,8 @@ that the variant imports as ``from ..kernels._merge_b import ...``).
 Each kernel reads a copy of the vocabulary's tables of its own (64-byte aligned): two kernels that
 read one copy warm each other, since whichever encodes a document second finds its table rows in
 the caches (o200k code: about 4.6 ms per MB with one copy, 5.4 with two). Every round makes fresh
-piece caches, runs both on the warm-up documents, then each measured document once with each (who
+piece caches (and with ``--fresh-tables`` a fresh copy of the variant's tables, for a variant that
+writes into them), runs both on the warm-up documents, then each measured document once with each (who
 goes first alternating per document and round), with ``--peer`` encoding the document first. Ids
 are compared on every document. Per kind: the median over rounds of the committed kernel's time ÷
 the variant's (above 1: the variant is faster), the range, and each kernel's ms per MB.
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--peer", default=None, help="a peer that encodes each document first (e.g. fastokens)")
     parser.add_argument("--cpu", type=int, default=None, help="the CPU to pin to (default: the last)")
+    parser.add_argument("--fresh-tables", action="store_true",
+                        help="copy the variant's tables anew every round (for a variant that writes into them)")
     args = parser.parse_args(argv)
     if args.same == bool(args.variant):
         parser.exit(2, "kernel_ab: give a variant file or --same (one of them)\n")
@@ -128,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         spent: list[list[float]] = [[], []]
         for r in range(args.rounds):
             caches = (committed.FusedPipeline(vocab).thread_cache(), variant.FusedPipeline(vocab).thread_cache())
+            if args.fresh_tables:
+                plans = (plans[0], copied(variant.FusedPipeline(vocab).plan))
             for doc in warm:
                 for k in (0, 1):
                     kernels[k](plans[k], doc, outs[k], caches[k])
