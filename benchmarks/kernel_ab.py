@@ -28,12 +28,10 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 os.environ["BPEBENCH_AOT"] = "0"  # both kernels through the JIT, compiled alike
 os.environ.setdefault("BPEBENCH_BENCH_CLOCK", "cpu")
 
-from benchmarks import protocol  # noqa: E402
+from bpebench.benchmarks import protocol  # noqa: E402
 
 COMMITTED = Path(__file__).resolve().parent.parent / "algorithms" / "pipeline" / "fast_pipeline.py"
 

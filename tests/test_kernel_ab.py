@@ -18,10 +18,9 @@ def kernel_ab(monkeypatch):
     # the script sets these for its own process when imported: keep them out of the test session
     monkeypatch.delenv("BPEBENCH_AOT", raising=False)
     monkeypatch.delenv("BPEBENCH_BENCH_CLOCK", raising=False)
-    monkeypatch.syspath_prepend(str(REPO))
     import importlib
 
-    return importlib.import_module("benchmarks.kernel_ab")
+    return importlib.import_module("bpebench.benchmarks.kernel_ab")
 
 
 def _leaves(plan):
