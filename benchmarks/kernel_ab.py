@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", default=None, help="a peer that encodes each document first (e.g. fastokens)")
     parser.add_argument("--cpu", type=int, default=None, help="the CPU to pin to (default: the last)")
     parser.add_argument("--fresh-tables", action="store_true",
-                        help="copy the variant's tables anew every round (for a variant that writes into them)")
+                        help="copy both kernels' tables anew every round (for a variant that writes into them)")
     args = parser.parse_args(argv)
     if args.same == bool(args.variant):
         parser.exit(2, "kernel_ab: give a variant file or --same (one of them)\n")
