@@ -1,4 +1,5 @@
-"""The compiled pre-tokenizer must split exactly like ``regex.findall``."""
+"""The compiled pre-tokenizer must split exactly like ``regex.findall``, with the code points newer than
+tiktoken's Unicode read as tiktoken reads them (``unicode_reference``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from bpebench.algorithms.pipeline import unicode_table as ut
+from bpebench.algorithms.pipeline.unicode_reference import reference_text
 from bpebench.algorithms.formats.patterns import PATTERNS
 from bpebench.algorithms.pipeline.pretokenize_compiled import (
     PATTERN_IDS,
@@ -31,7 +33,23 @@ from bpebench.algorithms.pipeline.pretokenize_compiled import (
 
 NAMES = sorted(PATTERNS)
 COMPILED = {name: CompiledPretokenizer(name) for name in NAMES}
-REFERENCE = {name: regex.compile(PATTERNS[name]) for name in NAMES}
+
+
+class _Reference:
+    """``regex.findall`` of a pattern, the code points newer than the libraries' Unicode matched as
+    their stand-ins and the pieces cut from the text itself."""
+
+    def __init__(self, pattern: str) -> None:
+        self.compiled = regex.compile(pattern)
+
+    def findall(self, text: str) -> list[str]:
+        read = reference_text(text)
+        if read is None:
+            return self.compiled.findall(text)
+        return [text[m.start():m.end()] for m in self.compiled.finditer(read)]
+
+
+REFERENCE = {name: _Reference(PATTERNS[name]) for name in NAMES}
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -87,10 +87,11 @@ _DISABLED = {"off", "0", "no", "false"}
 #: modules whose code decides what a cache file holds (their size and mtime are in the key),
 #: relative to the ``algorithms`` tree; a folder stands for its modules. The HF loader's plain form
 #: (``hf_pipeline.plain_form``, with ``pattern_program.with_gaps`` and ``text_pieces.onig_regex``)
-#: decides a file's stored pattern and normalizer.
+#: decides a file's stored pattern and normalizer; the table of code points read in the libraries'
+#: Unicode decides stored class tables.
 _LAYOUT_MODULES = ("cache/vocabularies.py", "kernels/compiled.py", "kernels/matching.py", "kernels/short_piece.py",
                    "formats", "pipeline/hf_pipeline.py", "pipeline/split_lists.py", "pipeline/pattern_program.py",
-                   "pipeline/text_pieces.py")
+                   "pipeline/text_pieces.py", "pipeline/unicode_reference.py", "pipeline/unicode_reference.json")
 _ALLOWED_DTYPES = {"|u1", "|b1", "<i4", "<i8", "<u8", "<u2", "<f8"}
 
 

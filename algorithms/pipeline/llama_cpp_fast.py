@@ -82,10 +82,10 @@ def _cache_path(pattern_name: str):
     import regex
 
     from ..cache.files import cache_root
-    from . import llama_cpp_split
+    from . import llama_cpp_split, unicode_reference
 
     digest = hashlib.sha256()
-    for module in (llama_cpp_split.__file__, __file__):
+    for module in (llama_cpp_split.__file__, __file__, unicode_reference.TABLE):
         with open(module, "rb") as f:
             digest.update(f.read())
     return cache_root() / (f"llama_cpp_unsafe_{pattern_name}_unicodedata-{unicodedata.unidata_version}"
@@ -103,8 +103,9 @@ def unsafe_code_points(pattern_name: str) -> np.ndarray:
     from .unicode_table import N_CODEPOINTS, _all_codepoints
 
     def make() -> bytes:
-        text = _all_codepoints()
-        unsafe = _disagreements(text, collapsed(text), pattern_name)
+        text = _all_codepoints()  # the twin's reading: newer code points as their stand-ins
+        raw = "".join(map(chr, range(N_CODEPOINTS)))
+        unsafe = _disagreements(text, collapsed(raw), pattern_name)
         unsafe[0xD800:0xE000] = True
         return np.flatnonzero(unsafe).astype(np.uint32).tobytes()
 

@@ -338,7 +338,9 @@ def _meaning_version(meaning: str) -> str:
     if meaning == "regex":
         import regex
 
-        return regex.__version__
+        from .unicode_reference import digest
+
+        return f"{regex.__version__} {digest()}"
     if meaning not in MEANINGS:
         raise ValueError(f"unknown class meaning {meaning!r}")
     import hashlib
@@ -354,6 +356,11 @@ def _list_classes(classes: list[tuple[str, bool]], meaning: str) -> tuple[np.nda
     everything = _all_code_points()
     if meaning == "regex":
         import regex
+
+        from .unicode_reference import reference_code_points
+
+        # code points newer than the files' libraries' Unicode take the class those libraries read
+        everything = reference_code_points(everything)
 
         def compiled(source: str, ignore_case: bool):
             return regex.compile(("(?i)" if ignore_case else "") + f"(?:{source})+")

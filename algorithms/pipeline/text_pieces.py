@@ -39,6 +39,8 @@ import regex
 
 from bpebench.errors import BpebenchError, VocabularyError
 
+from .unicode_reference import reference_text
+
 #: seconds one regex search may take before the pattern is declared runaway
 #: (``BPEBENCH_REGEX_TIMEOUT`` overrides it)
 DEFAULT_REGEX_TIMEOUT = 10.0
@@ -449,6 +451,8 @@ def substitute(compiled: regex.Pattern, text: str, content: str) -> str:
     right after another differs). One ``sub`` call, with the same bound on its time as a search."""
     if not text:
         return text
+    if reference_text(text) is not None:  # the matches as the file's library reads the characters
+        return "".join(content if matched else text[a:b] for a, b, matched in find_matches(compiled, text))
     template = content.replace("\\", "\\\\")  # the content is literal; ``sub`` reads backslashes
     return _bounded(compiled, text, lambda timeout: compiled.sub(template, text, timeout=timeout))
 
@@ -467,6 +471,8 @@ def _bounded(compiled: regex.Pattern, text: str, match):
 
 
 def _find_matches(compiled: regex.Pattern, text: str, timeout: float | None) -> list[tuple[int, int, bool]]:
+    # code points newer than the library's Unicode are matched as their stand-ins (same positions)
+    text = reference_text(text) or text
     spans: list[tuple[int, int, bool]] = []
     n = len(text)
     prev = pos = 0

@@ -85,9 +85,14 @@ _ALL_CODEPOINTS: str | None = None
 
 
 def _all_codepoints() -> str:
+    """Every code point in order, those newer than the files' libraries' Unicode replaced by stand-ins
+    of the class those libraries read (:mod:`.unicode_reference`), so that the tables built over it
+    class them as tiktoken and HF ``tokenizers`` do."""
     global _ALL_CODEPOINTS
     if _ALL_CODEPOINTS is None:
-        _ALL_CODEPOINTS = "".join(map(chr, range(N_CODEPOINTS)))
+        from .unicode_reference import reference_code_points
+
+        _ALL_CODEPOINTS = reference_code_points("".join(map(chr, range(N_CODEPOINTS))))
     return _ALL_CODEPOINTS
 
 
@@ -176,7 +181,9 @@ def regex_unicode_version() -> str:
 def cache_path() -> Path:
     import regex
 
-    return cache_root() / f"unicode_classes_v{FORMAT_VERSION}_regex-{regex.__version__}.bin"
+    from .unicode_reference import digest
+
+    return cache_root() / f"unicode_classes_v{FORMAT_VERSION}_regex-{regex.__version__}-{digest()}.bin"
 
 
 def _valid(stage1: np.ndarray, stage2: np.ndarray) -> bool:
