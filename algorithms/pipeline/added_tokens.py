@@ -31,6 +31,7 @@ import regex
 
 from bpebench.errors import VocabularyError
 from .text_pieces import Piece
+from .unicode_reference import reference_char
 
 _STARTS_WITH_WORD = regex.compile(r"\w")
 _TRAILING_SPACE = regex.compile(r"\s*\Z")
@@ -181,8 +182,9 @@ class _Matcher:
             if token.special and not carve_special(token):
                 continue
             if token.single_word:
-                start_space = start == 0 or not _STARTS_WITH_WORD.match(text, start - 1)
-                stop_space = stop == n or not _STARTS_WITH_WORD.match(text, stop)
+                # the neighbours as HF's engine reads them (a code point newer than its Unicode: none)
+                start_space = start == 0 or not _STARTS_WITH_WORD.match(reference_char(text[start - 1]))
+                stop_space = stop == n or not _STARTS_WITH_WORD.match(reference_char(text[stop]))
                 if not (start_space and stop_space):
                     continue
             if token.lstrip:

@@ -18,7 +18,8 @@ letters case-insensitively. Then:
   the stand-ins put in (:func:`reference_code_points`), so each of those code points gets its
   stand-in's classes;
 * a split that runs ``regex`` on the text itself runs it on :func:`reference_text` (the stand-ins put
-  in, positions and UTF-8 lengths unchanged) and takes the pieces from the original text.
+  in, positions and UTF-8 lengths unchanged) and takes the pieces from the original text;
+* an added token's ``single_word`` test reads its neighbours through :func:`reference_char`.
 
 Complexity: linear; ``str.isascii`` (C, one pass) for ASCII text, a table lookup per character for
 the rest, a ``str.translate`` only for a text that holds one of those code points. Exact for the
@@ -110,6 +111,11 @@ def reference_text(text: str) -> str | None:
     if not _listed()[code_points].any():
         return None
     return text.translate(translation())
+
+
+def reference_char(c: str) -> str:
+    """The character ``c``, or its stand-in when the table lists it."""
+    return chr(translation().get(ord(c), ord(c))) if c > "\u0294" else c
 
 
 def reference_code_points(everything: str) -> str:
