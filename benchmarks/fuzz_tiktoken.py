@@ -66,8 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     from bpebench.errors import BpebenchError
     from bpebench.properties.oracles import tiktoken_encoding
 
+    from bpebench.algorithms.peers import peer_status
+
     try:
         vocabulary = bpebench.load_vocabulary(args.vocab)
+        why = next((why for peer, ok, why in peer_status(vocabulary) if peer == "tiktoken" and not ok), None)
+        if why is None and vocabulary.normalizer not in (None, "none"):
+            why = f"its text is normalized first ({vocabulary.normalizer}); `bpebench parity` compares such files"
+        if why is not None:
+            raise BpebenchError(f"tiktoken cannot judge {args.vocab}: {why}")
         ours = bpebench.get_encoding(args.vocab)
         theirs = tiktoken_encoding(vocabulary)
     except BpebenchError as exc:
