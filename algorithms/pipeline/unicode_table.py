@@ -8,9 +8,11 @@ knows Unicode 17.0 scripts such as Sidetic and Tolong Siki, while Python 3.11's
 differently). To build it we run each class the patterns use (``\\p{L}``,
 ``\\p{N}``, ``\\s``, ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``, ``(?i:s)`` ...) once
 over a string holding every code point U+0000..U+10FFFF and record which
-positions match. That takes about a second; the result is cached under
+positions match; the code points newer than tiktoken's and HF's Unicode stand in that string as
+characters of the class those libraries read (:mod:`.unicode_reference`). That takes about a
+second; the result is cached under
 ``$XDG_CACHE_HOME/bpebench`` (default ``~/.cache/bpebench``, override with
-``BPEBENCH_CACHE``), keyed by the ``regex`` version, so a ``regex``
+``BPEBENCH_CACHE``), keyed by the ``regex`` version and the stand-ins' table, so a ``regex``
 upgrade rebuilds it automatically.
 
 Notes on what ``regex`` calls whitespace: ``\\s`` in the ``regex`` module is the
