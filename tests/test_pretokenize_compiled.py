@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from bpebench.algorithms.pipeline import unicode_table as ut
-from bpebench.algorithms.pipeline.unicode_reference import reference_text
+from bpebench.algorithms.pipeline.unicode_reference import whole_matches
 from bpebench.algorithms.formats.patterns import PATTERNS
 from bpebench.algorithms.pipeline.pretokenize_compiled import (
     PATTERN_IDS,
@@ -43,10 +43,7 @@ class _Reference:
         self.compiled = regex.compile(pattern)
 
     def findall(self, text: str) -> list[str]:
-        read = reference_text(text)
-        if read is None:
-            return self.compiled.findall(text)
-        return [text[m.start():m.end()] for m in self.compiled.finditer(read)]
+        return whole_matches(self.compiled, text)
 
 
 REFERENCE = {name: _Reference(PATTERNS[name]) for name in NAMES}

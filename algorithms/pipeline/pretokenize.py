@@ -17,7 +17,7 @@ import regex
 from bpebench.errors import BpebenchError
 from ..formats.patterns import resolve_pattern
 from .text_pieces import exponential_risk, run_matching
-from .unicode_reference import reference_text
+from .unicode_reference import whole_matches
 
 SPM_SPACE = "\u2581"  # SentencePiece's visible space "▁"
 
@@ -47,15 +47,8 @@ class RegexPretokenizer:
                                 " (catastrophic backtracking?); set BPEBENCH_REGEX_TIMEOUT to allow more") from None
 
     def _matches(self, text: str, timeout: float | None) -> list[str]:
-        reference = reference_text(text)
-        if reference is not None:
-            # code points newer than tiktoken's Unicode matched as their stand-ins, pieces cut from the text
-            return [text[m.start():m.end()] for m in self._regex.finditer(reference, concurrent=True, timeout=timeout)]
         # concurrent: the GIL is released while matching, so that threads split in parallel
-        if self._regex.groups == 0:
-            return self._regex.findall(text, concurrent=True, timeout=timeout)
-        # findall would return the groups: take each whole match instead
-        return [m.group() for m in self._regex.finditer(text, concurrent=True, timeout=timeout)]
+        return whole_matches(self._regex, text, concurrent=True, timeout=timeout)
 
 
 class WholeText:

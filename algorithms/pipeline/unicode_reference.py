@@ -18,7 +18,8 @@ letters case-insensitively. Then:
   the stand-ins put in (:func:`reference_code_points`), so each of those code points gets its
   stand-in's classes;
 * a split that runs ``regex`` on the text itself runs it on :func:`reference_text` (the stand-ins put
-  in, positions and UTF-8 lengths unchanged) and takes the pieces from the original text;
+  in, positions and UTF-8 lengths unchanged) and takes the pieces from the original text
+  (:func:`whole_matches`, or HF's spans in ``text_pieces``);
 * an added token's ``single_word`` test reads its neighbours through :func:`reference_char`.
 
 Complexity: linear; ``str.isascii`` (C, one pass) for ASCII text, a table lookup per character for
@@ -115,7 +116,17 @@ def reference_text(text: str) -> str | None:
 
 def reference_char(c: str) -> str:
     """The character ``c``, or its stand-in when the table lists it."""
-    return chr(translation().get(ord(c), ord(c))) if c > "\u0294" else c
+    return chr(translation().get(ord(c), ord(c)))
+
+
+def whole_matches(compiled, text: str, **kwargs) -> list[str]:
+    """The whole matches of the ``regex`` pattern ``compiled`` in ``text``, in order, the characters
+    read as the libraries read them (``kwargs`` go to ``findall``/``finditer``)."""
+    read = reference_text(text)
+    if read is None and compiled.groups == 0:
+        return compiled.findall(text, **kwargs)
+    # findall would return the groups; with stand-ins in, the pieces are cut from the text itself
+    return [text[m.start():m.end()] for m in compiled.finditer(read or text, **kwargs)]
 
 
 def reference_code_points(everything: str) -> str:
