@@ -105,3 +105,37 @@ def test_a_lone_surrogate_is_split_by_the_emulation(splitters):
     compiled, emulated = splitters["deepseek3_llm"]
     text = "ab\ud800 12345"
     assert compiled.split(text) == emulated.split(text)
+
+
+def _union_by_code_point(programs, excluded):
+    """``union_program``'s class tables worked out code point by code point (1.1 million of them), as
+    its definition reads: each program's class bits, shifted past the classes of the programs before
+    it, and cleared where an excluded program has a class."""
+    from bpebench.algorithms.pipeline.pattern_program import class_count, code_point_classes, two_stage
+
+    words = [code_point_classes(program) for program in programs]
+    flat = np.zeros(0x110000, dtype=np.int64)
+    offset = 0
+    for program, own, outside in zip(programs, words, excluded):
+        for h in outside:
+            own = np.where(words[h] != 0, 0, own)
+        flat |= own << offset
+        offset += class_count(program)
+    return two_stage(flat.astype(np.uint32))
+
+
+@pytest.mark.parametrize("name", [name for name in COMPILED if len(PRE_TYPES[name].regexes) > 1][:8])
+def test_the_merged_classes_per_block_equal_those_per_code_point(name):
+    """``union_program`` works the classes out per 256-code-point block; the oracle per code point."""
+    from bpebench.algorithms.pipeline.llama_cpp_program import _compiled_list
+    from bpebench.algorithms.pipeline.pattern_program import compile_pattern, union_program
+
+    programs = [step.program for step in _compiled_list(PRE_TYPES[name].regexes) if step.program is not None]
+    programs.append(compile_pattern(r"[\s\S]", "regex"))  # as the merged step's covering program
+    excluded = [tuple(range(i)) for i in range(len(programs) - 1)] + [()]
+    merged = union_program(programs, excluded)
+    assert merged is not None
+    stage1, stage2, kinds = _union_by_code_point(programs, excluded)
+    assert np.array_equal(merged.stage1, stage1) and np.array_equal(merged.stage2, stage2)
+    assert np.array_equal(merged.kind_classes, kinds)
+    assert merged.stage1.dtype == stage1.dtype and merged.stage2.dtype == stage2.dtype

@@ -397,20 +397,28 @@ def two_stage(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(stage1, stage2, kinds) of the class bits of every code point ``flat`` (uint32[0x110000]):
     each distinct set of bits a kind (in increasing order), each 256-code-point block of kinds
     stored once (the distinct blocks in increasing lexicographic order, as ``np.unique(axis=0)``
-    orders them). The blocks are told apart by their bytes in a dict and only the distinct ones
-    sorted: ``np.unique`` with ``return_inverse`` over the code points and over the rows took
-    0.35-0.4 s a table, paid by every fresh process that merges a list of ``Split`` steps."""
-    kinds = np.unique(flat)
+    orders them)."""
+    blocks = flat.reshape(-1, _BLOCK)
+    return _two_stage_rows(blocks, np.arange(len(blocks)))
+
+
+def _two_stage_rows(rows: np.ndarray, row_of_block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`two_stage` of the code points whose block ``b`` holds the bits ``rows[row_of_block[b]]``
+    (uint32[n, 256], rows may repeat), without spelling out every code point. The distinct rows are
+    told apart by their bytes in a dict and only they are sorted: ``np.unique`` with
+    ``return_inverse`` over the code points and over the rows took 0.35-0.4 s a table, paid by
+    every fresh process that merges a list of ``Split`` steps."""
+    kinds = np.unique(rows)
     if len(kinds) > 1 << 16:
         raise Unsupported("more than 65536 kinds of character")
-    blocks = np.searchsorted(kinds, flat).astype(np.uint16).reshape(-1, _BLOCK)
+    kind_rows = np.searchsorted(kinds, rows).astype(np.uint16)
     seen: dict[bytes, int] = {}
-    first_seen = np.array([seen.setdefault(row.tobytes(), len(seen)) for row in blocks], dtype=np.int64)
+    first_seen = np.array([seen.setdefault(row.tobytes(), len(seen)) for row in kind_rows], dtype=np.int64)
     distinct = np.frombuffer(b"".join(seen), dtype=np.uint16).reshape(-1, _BLOCK)
     order = np.lexsort(distinct.T[::-1])  # the first column the primary key
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    return rank[first_seen].astype(np.int32), distinct[order].ravel(), kinds.astype(np.uint32)
+    return rank[first_seen][row_of_block].astype(np.int32), distinct[order].ravel(), kinds.astype(np.uint32)
 
 
 # ----------------------------------------------------------------------------- the program
@@ -501,11 +509,16 @@ def union_program(programs: list[Program], excluded: list[tuple[int, ...]]) -> P
     stretches with no character of that class, so the steps after it, run in one pass over the
     whole text with its branches first, must neither take such a character nor see it in a
     look-ahead: to them it is where the stretch ends."""
-    words = [code_point_classes(program) for program in programs]
     counts = [class_count(program) for program in programs]
     if sum(counts) > MAX_CLASSES:
         return None
-    flat = np.zeros(_N_CODEPOINTS, dtype=np.int64)
+    # worked out per 256-code-point block: the blocks that every program gives the same row share
+    # one row of the union (a few hundred, against 4,352 blocks and 1.1 million code points)
+    blocks, block_combination = np.unique(np.stack([program.stage1.astype(np.int64) for program in programs],
+                                                    axis=1), axis=0, return_inverse=True)
+    words = [program.kind_classes.astype(np.int64)[program.stage2.reshape(-1, _BLOCK)[blocks[:, i]]]
+             for i, program in enumerate(programs)]
+    flat = np.zeros((len(blocks), _BLOCK), dtype=np.int64)
     rows, branches, alternatives, alternative_classes, group_alternatives = [], [], [0], [], []
     class_offset = 0
     for program, own, count, outside in zip(programs, words, counts, excluded):
@@ -525,7 +538,7 @@ def union_program(programs: list[Program], excluded: list[tuple[int, ...]]) -> P
         group_alternatives.extend(program.group_alternatives.tolist())
         class_offset += count
     try:
-        stage1, stage2, kinds = two_stage(flat.astype(np.uint32))
+        stage1, stage2, kinds = _two_stage_rows(flat.astype(np.uint32), block_combination.reshape(-1))
     except Unsupported:
         return None
     return Program(np.concatenate(branches).astype(np.int32), np.concatenate(rows).astype(np.int32),
