@@ -364,3 +364,39 @@ def test_the_digits_and_punctuation_classes_are_kept_under_the_cache_root(tmp_pa
         assert regex.fullmatch(made, "\u0663") and not regex.fullmatch(made, "a")
     finally:
         hf_unicode.char_class.cache_clear()
+
+
+@pytest.mark.parametrize("unk", ["<unk>", "ident", "▁group", "<my-unk>"])
+def test_the_unknown_tokens_id_is_hfs(tmp_path, unk):
+    """The model's ``unk_token`` at id 0, at ids past the first few hundred, and as an added token only:
+    the id HF's ``token_to_id`` gives (the first ids are looked at before every token's string)."""
+    from bpebench import Tokenizer
+
+    spec = json.loads((Path(__file__).parent / "golden" / "pipelines" / "hf_metaspace_unk.json").read_text("utf-8"))
+    spec["model"]["unk_token"] = unk
+    if unk not in spec["model"]["vocab"]:
+        spec["added_tokens"] = [*(spec.get("added_tokens") or []),
+                                {"id": len(spec["model"]["vocab"]), "content": unk, "single_word": False,
+                                 "lstrip": False, "rstrip": False, "normalized": False, "special": True}]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    expected = tokenizers.Tokenizer.from_file(str(path)).token_to_id(unk)
+    assert expected is not None and (unk != "ident" or expected > 256)
+    assert Tokenizer(str(path))._hf.model.unk_id == expected
+
+
+@pytest.mark.parametrize("model", ["tests/golden/spm_bpe.model", "tests/golden/pipelines/spm_no_fallback.model",
+                                   "tests/golden/pipelines/spm_rules_fallback.model", "mistral_v1"])
+def test_a_sentencepiece_models_unknown_id_is_sentencepieces(model):
+    """SentencePiece leaves ``<unk>`` out of what BPE can give (a control id), so its id is found past
+    the model's own map; the oracle is the library's ``unk_id``."""
+    spm = pytest.importorskip("sentencepiece")
+    from bpebench import Tokenizer, load_vocabulary
+
+    repo = Path(__file__).resolve().parents[1]
+    path = load_vocabulary(model).source if not model.startswith("tests/") else str(repo / model)
+    expected = spm.SentencePieceProcessor(model_file=path).unk_id()
+    tokenizer = Tokenizer(path)
+    if tokenizer._hf is None:
+        pytest.fail(f"{model}: no component pipeline")
+    assert tokenizer._hf.model.unk_id == expected
