@@ -50,8 +50,8 @@ def test_the_timed_pieces_are_new_and_of_several_tokens(monkeypatch):
 def test_a_variant_with_other_ids_is_one_line_and_exit_1(tmp_path):
     variant = tmp_path / "interleaved_merge_b.py"
     source = MERGE.read_text(encoding="utf-8")
-    wrong = source.replace("        out[n_out] = lanes[lane, _PARTS + at]\n",
-                           "        out[n_out] = lanes[lane, _PARTS + at] + 1\n")
+    wrong = source.replace("        out[n_out] = lanes[lane, _PARTS + i]\n",
+                           "        out[n_out] = lanes[lane, _PARTS + i] + 1\n")
     assert wrong != source
     variant.write_text(wrong, encoding="utf-8")
     done = _run("--variant", str(variant), "--kinds", "code", "--rounds", "1", "--evict-mb", "0")
