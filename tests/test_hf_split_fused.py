@@ -114,3 +114,46 @@ def test_patterns_it_cannot_keep_exact_stay_with_the_component_pipeline(pattern,
     path.write_text(json.dumps(data), encoding="utf-8")
     tok = Tokenizer(load_path(path))
     assert tok.vocabulary.normalizer == "pipeline" and not tok.fused
+
+
+def test_long_texts_split_in_blocks_give_hfs_ids(trained):
+    """A text longer than the scratch's start bitmap goes to the lookups a block at a time, and a piece
+    longer than a block by its end alone (a 40,000-letter word here); the ids are HF's."""
+    _, tok, hf = trained
+    assert tok.fused
+    prose = " ".join(_corpus())
+    word = "tokens" * 6_700
+    texts = [prose, prose[:70_000] + " " + word + " " + prose[:9_000], word, "x " + word + "\n" + prose[:40_000]]
+    for text in texts:
+        assert len(text.encode()) > 35_000
+        ids = hf.encode(text, add_special_tokens=False).ids
+        assert tok.encode_ordinary(text) == ids
+        assert tok.encode_ordinary_batch([text[:50_000], text], num_threads=1) == [
+            hf.encode(text[:50_000], add_special_tokens=False).ids, ids]
+
+
+def test_long_texts_split_in_blocks_give_tiktokens_ids_over_ranks_that_cross_the_split():
+    """o200k's ranks under a pattern of their own: their tokens cross this split's boundaries, so a
+    piece boundary lost or moved between blocks changes the ids (with a file trained on its own
+    split it might not). Oracle: tiktoken with the same ranks and pattern."""
+    import numpy as np
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpebench.algorithms.formats import load_vocabulary
+    from bpebench.algorithms.formats.vocabulary import Vocabulary
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline, _DirectCall, encode_utf8
+    from bpebench.benchmarks import protocol
+
+    pattern = SPLITS["covering"]
+    base = load_vocabulary("o200k_base")
+    vocab = Vocabulary.from_ranks(list(base.tokens), name="o200k-covering", pattern=pattern)
+    oracle = tiktoken.Encoding("o200k-covering", pat_str=pattern,
+                               mergeable_ranks={t: i for i, t in enumerate(base.tokens)}, special_tokens={})
+    fused = FusedPipeline(vocab)
+    assert type(fused.splitter).__name__ == "ProgramPretokenizer"
+    code = "".join(protocol.stream("code").measured)[:150_000]
+    texts = [code, code[:50_000] + " " + "tokens" * 6_700 + "\n" + code[:20_000]]
+    for text in texts:
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        out = np.empty(len(data) + 1, dtype=np.int32)
+        n = _DirectCall(encode_utf8)(fused.plan, data, out, fused.thread_cache())
+        assert out[:n].tolist() == oracle.encode_ordinary(text)

@@ -902,6 +902,12 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     return n_out
 
 
+#: a split made by the plan's own splitter reaches the lookups as start bits, in blocks of the scratch's
+#: start bitmap, when that holds the text or at least this many bytes (a file with a regex of its own:
+#: the kernel 1.04-1.07x on code, 1.03-1.04x on prose, level on multilingual text, against its piece
+#: ends through the chunked loop)
+SPLIT_BLOCK_MIN = 4096
+
 #: texts are split in segments of about this many bytes, each cut where a piece must start (a line
 #: feed, then an ASCII letter): each segment takes the bit-parallel pre-tokenizer unless it holds
 #: characters it cannot split (one CJK character then costs its segment, not the whole text), and
@@ -1078,10 +1084,13 @@ def _encode_split(plan, data, start, end, out, n_out, cache, work, n, span):
     """Split ``data[start:end]`` as ``plan.split`` says (a pattern transducer, or cuts before a
     marker) into the scratch's piece ends, then encode the pieces as ``encode_pieces`` does: one
     compiled call where a pattern with no bit-parallel pre-tokenizer took a call of the split, an
-    array of ends and a call of the BPE stage (2-3 us a text in Python). Returns the new ``n_out``,
-    or ``SPLIT_REFUSED`` when some of the text matches no branch of the transducer's pattern.
-    ``work``: the call's scratch for ``n`` bytes (its ends hold ``n + 1``) and segments of up to
-    ``span``."""
+    array of ends and a call of the BPE stage (2-3 us a text in Python). The pieces reach the lookups
+    as start bits, a block of the scratch's start bitmap at a time (a piece longer than a block, or a
+    block of mostly non-ASCII text, by its ends), unless the bitmap holds neither the text nor
+    ``SPLIT_BLOCK_MIN`` bytes. Returns the new
+    ``n_out``, or ``SPLIT_REFUSED`` when some of the text matches no branch of the transducer's
+    pattern. ``work``: the call's scratch for ``n`` bytes (its ends hold ``n + 1``) and segments of
+    up to ``span``."""
     if start == end:
         return n_out
     (byte_kinds, stage1, stage2, table, final, first, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free,
@@ -1095,10 +1104,66 @@ def _encode_split(plan, data, start, end, out, n_out, cache, work, n, span):
             return np.int64(SPLIT_REFUSED)
     else:
         m = marker_piece_ends(data[start:end], marker, every, ends)
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, span)
-    no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
-    return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo, parts,
-                           ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, starts, _ = _scratch(plan, work, n, span)
+    no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
+    block_bytes = (starts.shape[0] - 2) * 64  # positions the scratch's start bitmap holds
+    if block_bytes < min(end - start, SPLIT_BLOCK_MIN):
+        return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo,
+                               parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
+    # the pieces handed over as start bits, a block of at most ``block_bytes`` at a time: the lookups
+    # then take the loop of an ASCII segment's bits (``_window_from_bits``), not the chunked one
+    k = 0
+    block_start = start
+    while k < m:
+        base = block_start - start
+        j = k
+        while j < m and ends[j] - base <= block_bytes:
+            j += 1
+        if j == k:  # a piece longer than a block goes alone, by its end
+            ends[k] -= base
+            block_end = block_start + ends[k]
+            n_out = _encode_chunked(plan, data, block_start, block_end, no_starts, no_offsets, no_classes,
+                                    ends[k:k + 1], dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
+                                    chunk_keys, lanes, False)
+            j = k + 1
+        elif not _mostly_ascii(data, block_start, start + ends[j - 1]):  # the chunked loop, by the ends
+            block_end = start + ends[j - 1]
+            for i in range(k, j):
+                ends[i] -= base
+            n_out = _encode_chunked(plan, data, block_start, block_end, no_starts, no_offsets, no_classes, ends[k:j],
+                                    dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes,
+                                    False)
+        else:
+            block_end = start + ends[j - 1]
+            words = starts[:start_words(block_end - block_start)]
+            words[:] = 0
+            for i in range(k, j - 1):  # a piece starts where the one before it ends
+                at = ends[i] - base
+                words[at >> 6] |= np.uint64(1) << np.uint64(at & 63)
+            n_out = _encode_chunked(plan, data, block_start, block_end, words, no_offsets, no_classes, no_ends, dead,
+                                    memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
+        block_start = block_end
+        k = j
+    return n_out
+
+
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_BYTE_SUM = np.uint64(0x0101010101010101)
+
+
+@njit(cache=True, inline="always")
+def _mostly_ascii(data, start, end):
+    """Whether at most one byte in eight of ``data[start:end]`` is above 127 (the loop of an ASCII
+    segment's bits then beats the chunked one; on mostly non-ASCII text it lost)."""
+    high = np.uint64(0)
+    i = start
+    while i + 8 <= end:
+        high += (((load_u64(data, i) & _HIGH_BITS) >> np.uint64(7)) * _BYTE_SUM) >> np.uint64(56)
+        i += 8
+    while i < end:
+        high += np.uint64(data[i] >> 7)
+        i += 1
+    return high * np.uint64(8) <= np.uint64(end - start)
 
 
 @njit(cache=True, inline="always")
@@ -1175,9 +1240,9 @@ def encode_utf8(plan, data, out, cache):
     ``_encode_texts``). A plan that splits a text itself takes ``_encode_split`` (``SPLIT_REFUSED``
     back when its transducer refuses the text)."""
     n = data.shape[0]
-    if _own_split(plan):  # a pattern transducer or a marker splits the text (no bitmaps needed)
-        return _encode_split(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, 0), n, 0)
     span = min(n, SCRATCH_SEGMENT_BYTES)
+    if _own_split(plan):  # a pattern transducer or a marker splits the text (its start bits in the scratch)
+        return _encode_split(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, span), n, span)
     work = _new_scratch(plan, n, span)
     if 0 < n <= SEGMENT_BYTES:
         got = _encode_segment_bytes(plan, data, 0, n, out, 0, cache, work, n, span)
@@ -1232,18 +1297,18 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids (``SPLIT_REFUSED`` when
     the plan's transducer refuses one of the texts: ``_encode_split``)."""
     n = data.shape[0]
+    span = min(n, SCRATCH_SEGMENT_BYTES)
     if _own_split(plan):  # each text split by the plan's own splitter, then encoded
-        work = _new_scratch(plan, n, 0)
+        work = _new_scratch(plan, n, span)
         out_offsets[0] = 0
         n_out = np.int64(0)
         for text in range(text_offsets.shape[0] - 1):
             n_out = _encode_split(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work, n,
-                                  0)
+                                  span)
             if n_out < 0:
                 return n_out
             out_offsets[text + 1] = n_out
         return n_out
-    span = min(n, SCRATCH_SEGMENT_BYTES)
     # one memo for the batch: every text's ids stay in ``out``
     return _encode_texts(plan, data, text_offsets, out, out_offsets, cache, _new_scratch(plan, n, span), n, span)
 
