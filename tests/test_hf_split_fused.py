@@ -116,9 +116,9 @@ def test_patterns_it_cannot_keep_exact_stay_with_the_component_pipeline(pattern,
     assert tok.vocabulary.normalizer == "pipeline" and not tok.fused
 
 
-def test_long_texts_split_in_blocks_give_hfs_ids(trained):
-    """A text longer than the scratch's start bitmap goes to the lookups a block at a time, and a piece
-    longer than a block by its end alone (a 40,000-letter word here); the ids are HF's."""
+def test_long_texts_give_hfs_ids(trained):
+    """Long texts of mostly ASCII (their pieces' ends fed to the window loop), with a 40,000-letter word;
+    the ids are HF's."""
     _, tok, hf = trained
     assert tok.fused
     prose = " ".join(_corpus())
@@ -132,9 +132,9 @@ def test_long_texts_split_in_blocks_give_hfs_ids(trained):
             hf.encode(text[:50_000], add_special_tokens=False).ids, ids]
 
 
-def test_long_texts_split_in_blocks_give_tiktokens_ids_over_ranks_that_cross_the_split():
+def test_long_texts_give_tiktokens_ids_over_ranks_that_cross_the_split():
     """o200k's ranks under a pattern of their own: their tokens cross this split's boundaries, so a
-    piece boundary lost or moved between blocks changes the ids (with a file trained on its own
+    piece boundary lost or moved by the window loop changes the ids (with a file trained on its own
     split it might not). Oracle: tiktoken with the same ranks and pattern."""
     import numpy as np
     tiktoken = pytest.importorskip("tiktoken")

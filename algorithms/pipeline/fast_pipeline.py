@@ -649,11 +649,14 @@ def _next_bit(starts, word, word_index):
 
 @njit(cache=True, _nrt=False)
 def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byte_start, data, start, end, s,
-                      starts, word, word_index, chunk_ints, chunk_keys, cache, lane_limit, short_limit, wide_limit):
+                      starts, word, word_index, chunk_ints, chunk_keys, cache, lane_limit, short_limit, wide_limit,
+                      piece_ends, given):
     """The first stage of a window of an ASCII segment, whose pieces start at the set bits of ``starts``
-    (from ``word``, the bits of ``starts[word_index]`` not taken yet): each piece's end and whole-token
-    probe, and for a piece of several tokens its key and piece-cache row (:func:`_note_piece`). Returns
-    (pieces, where the next piece starts, word, word_index, candidates for a lane).
+    (from ``word``, the bits of ``starts[word_index]`` not taken yet), or end at ``start +
+    piece_ends[given:]`` when ``piece_ends`` is not empty (a split made elsewhere, of mostly ASCII
+    text): each piece's end and whole-token probe, and for a piece of several tokens its key and
+    piece-cache row (:func:`_note_piece`). Returns (pieces, where the next piece starts, word,
+    word_index, candidates for a lane, given).
 
     The loop holds only what pieces of at most ``MEDIUM_TOKEN_BYTES`` need, and probes each piece as
     soon as its end is known, with no prefetch: on English prose and code the rows of the pieces that
@@ -671,8 +674,12 @@ def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byt
     n_candidates = 0
     n_apart = 0
     while m < WINDOW and s < end:
-        position, word, word_index = _next_bit(starts, word, word_index)
-        e = end if position < 0 else start + position
+        if piece_ends.shape[0] > 0:
+            e = start + piece_ends[given]
+            given += 1
+        else:
+            position, word, word_index = _next_bit(starts, word, word_index)
+            e = end if position < 0 else start + position
         chunk_ints[m, 0] = e
         length = e - s
         if length <= MEDIUM_TOKEN_BYTES and s <= loads_end:
@@ -704,7 +711,7 @@ def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byt
                                              data, piece_start, piece_end)
         n_candidates = _note_piece(chunk_ints, chunk_keys, i, token, w0, w1, w2, w3, n_candidates, cache,
                                    lane_limit, short_limit, wide_limit, data, piece_start, piece_end)
-    return m, s, word, word_index, n_candidates
+    return m, s, word, word_index, n_candidates, given
 
 
 #: pieces of a non-ASCII text (or of a split made elsewhere) whose whole-token probes are computed,
@@ -766,6 +773,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     pattern_id = plan.pattern_id
     n_given = piece_ends.shape[0]
     given = 0
+    # a split made elsewhere takes the window loop too on text that is mostly ASCII
+    ends_by_window = n_given > 0 and n_words == 0 and _mostly_ascii(data, start, end)
     char = 0
     hits = 0
     lookups = 0
@@ -774,10 +783,11 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
         m = 0
         s = piece_start
         n_candidates = 0
-        if n_words > 0 and not by_char and not whole_piece:
-            m, s, word, word_index, n_candidates = _window_from_bits(
+        if (n_words > 0 and not by_char or ends_by_window) and not whole_piece:
+            m, s, word, word_index, n_candidates, given = _window_from_bits(
                 short_tokens, medium_tokens, long_tokens, forward, two_byte_start, data, start, end, s, starts,
-                word, word_index, chunk_ints, chunk_keys, cache, lane_limit, short_limit, wide_limit)
+                word, word_index, chunk_ints, chunk_keys, cache, lane_limit, short_limit, wide_limit,
+                piece_ends[:n_given if ends_by_window else 0], given)
         while m < WINDOW and s < end:
             sub_first = m
             sub_start = s
@@ -901,12 +911,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
     _count_cache_use(cache, lookups, hits)
     return n_out
 
-
-#: a split made by the plan's own splitter reaches the lookups as start bits, in blocks of the scratch's
-#: start bitmap, when that holds the text or at least this many bytes (a file with a regex of its own:
-#: the kernel 1.04-1.07x on code, 1.03-1.04x on prose, level on multilingual text, against its piece
-#: ends through the chunked loop)
-SPLIT_BLOCK_MIN = 4096
 
 #: texts are split in segments of about this many bytes, each cut where a piece must start (a line
 #: feed, then an ASCII letter): each segment takes the bit-parallel pre-tokenizer unless it holds
@@ -1084,13 +1088,10 @@ def _encode_split(plan, data, start, end, out, n_out, cache, work, n, span):
     """Split ``data[start:end]`` as ``plan.split`` says (a pattern transducer, or cuts before a
     marker) into the scratch's piece ends, then encode the pieces as ``encode_pieces`` does: one
     compiled call where a pattern with no bit-parallel pre-tokenizer took a call of the split, an
-    array of ends and a call of the BPE stage (2-3 us a text in Python). The pieces reach the lookups
-    as start bits, a block of the scratch's start bitmap at a time (a piece longer than a block, or a
-    block of mostly non-ASCII text, by its ends), unless the bitmap holds neither the text nor
-    ``SPLIT_BLOCK_MIN`` bytes. Returns the new
-    ``n_out``, or ``SPLIT_REFUSED`` when some of the text matches no branch of the transducer's
-    pattern. ``work``: the call's scratch for ``n`` bytes (its ends hold ``n + 1``) and segments of
-    up to ``span``."""
+    array of ends and a call of the BPE stage (2-3 us a text in Python). Returns the new ``n_out``,
+    or ``SPLIT_REFUSED`` when some of the text matches no branch of the transducer's pattern.
+    ``work``: the call's scratch for ``n`` bytes (its ends hold ``n + 1``) and segments of up to
+    ``span``."""
     if start == end:
         return n_out
     (byte_kinds, stage1, stage2, table, final, first, n_kinds, pairs, pair_shift, pair_kind, to_pair, mark_free,
@@ -1104,47 +1105,10 @@ def _encode_split(plan, data, start, end, out, n_out, cache, work, n, span):
             return np.int64(SPLIT_REFUSED)
     else:
         m = marker_piece_ends(data[start:end], marker, every, ends)
-    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, starts, _ = _scratch(plan, work, n, span)
-    no_starts, no_offsets, no_classes, no_ends = _empty_sources(chunk_ints, chunk_keys)
-    block_bytes = (starts.shape[0] - 2) * 64  # positions the scratch's start bitmap holds
-    if block_bytes < min(end - start, SPLIT_BLOCK_MIN):
-        return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo,
-                               parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
-    # the pieces handed over as start bits, a block of at most ``block_bytes`` at a time: the lookups
-    # then take the loop of an ASCII segment's bits (``_window_from_bits``), not the chunked one
-    k = 0
-    block_start = start
-    while k < m:
-        base = block_start - start
-        j = k
-        while j < m and ends[j] - base <= block_bytes:
-            j += 1
-        if j == k:  # a piece longer than a block goes alone, by its end
-            ends[k] -= base
-            block_end = block_start + ends[k]
-            n_out = _encode_chunked(plan, data, block_start, block_end, no_starts, no_offsets, no_classes,
-                                    ends[k:k + 1], dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints,
-                                    chunk_keys, lanes, False)
-            j = k + 1
-        elif not _mostly_ascii(data, block_start, start + ends[j - 1]):  # the chunked loop, by the ends
-            block_end = start + ends[j - 1]
-            for i in range(k, j):
-                ends[i] -= base
-            n_out = _encode_chunked(plan, data, block_start, block_end, no_starts, no_offsets, no_classes, ends[k:j],
-                                    dead, memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes,
-                                    False)
-        else:
-            block_end = start + ends[j - 1]
-            words = starts[:start_words(block_end - block_start)]
-            words[:] = 0
-            for i in range(k, j - 1):  # a piece starts where the one before it ends
-                at = ends[i] - base
-                words[at >> 6] |= np.uint64(1) << np.uint64(at & 63)
-            n_out = _encode_chunked(plan, data, block_start, block_end, words, no_offsets, no_classes, no_ends, dead,
-                                    memo, parts, ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
-        block_start = block_end
-        k = j
-    return n_out
+    chunk_ints, chunk_keys, lanes, parts, ranks, heap, memo, dead, _, _, _ = _scratch(plan, work, n, span)
+    no_starts, no_offsets, no_classes, _ = _empty_sources(chunk_ints, chunk_keys)
+    return _encode_chunked(plan, data, start, end, no_starts, no_offsets, no_classes, ends[:m], dead, memo, parts,
+                           ranks, heap, out, n_out, cache, chunk_ints, chunk_keys, lanes, False)
 
 
 _HIGH_BITS = np.uint64(0x8080808080808080)
@@ -1153,8 +1117,10 @@ _BYTE_SUM = np.uint64(0x0101010101010101)
 
 @njit(cache=True, inline="always")
 def _mostly_ascii(data, start, end):
-    """Whether at most one byte in eight of ``data[start:end]`` is above 127 (the loop of an ASCII
-    segment's bits then beats the chunked one; on mostly non-ASCII text it lost)."""
+    """Whether at most one byte in eight of ``data[start:end]`` is above 127: then the pieces of a split
+    made elsewhere take ``_window_from_bits`` (a file with a ``Split`` regex of its own: the kernel
+    1.27x on code and 1.17x on prose against the chunked loop); on mostly non-ASCII text that loop
+    lost."""
     high = np.uint64(0)
     i = start
     while i + 8 <= end:
@@ -1240,9 +1206,9 @@ def encode_utf8(plan, data, out, cache):
     ``_encode_texts``). A plan that splits a text itself takes ``_encode_split`` (``SPLIT_REFUSED``
     back when its transducer refuses the text)."""
     n = data.shape[0]
+    if _own_split(plan):  # a pattern transducer or a marker splits the text (no bitmaps needed)
+        return _encode_split(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, 0), n, 0)
     span = min(n, SCRATCH_SEGMENT_BYTES)
-    if _own_split(plan):  # a pattern transducer or a marker splits the text (its start bits in the scratch)
-        return _encode_split(plan, data, 0, n, out, 0, cache, _new_scratch(plan, n, span), n, span)
     work = _new_scratch(plan, n, span)
     if 0 < n <= SEGMENT_BYTES:
         got = _encode_segment_bytes(plan, data, 0, n, out, 0, cache, work, n, span)
@@ -1297,18 +1263,18 @@ def encode_utf8_batch(plan, data, text_offsets, out, out_offsets, cache):
     ``out[out_offsets[i]:out_offsets[i+1]]``. Returns the total number of ids (``SPLIT_REFUSED`` when
     the plan's transducer refuses one of the texts: ``_encode_split``)."""
     n = data.shape[0]
-    span = min(n, SCRATCH_SEGMENT_BYTES)
     if _own_split(plan):  # each text split by the plan's own splitter, then encoded
-        work = _new_scratch(plan, n, span)
+        work = _new_scratch(plan, n, 0)
         out_offsets[0] = 0
         n_out = np.int64(0)
         for text in range(text_offsets.shape[0] - 1):
             n_out = _encode_split(plan, data, text_offsets[text], text_offsets[text + 1], out, n_out, cache, work, n,
-                                  span)
+                                  0)
             if n_out < 0:
                 return n_out
             out_offsets[text + 1] = n_out
         return n_out
+    span = min(n, SCRATCH_SEGMENT_BYTES)
     # one memo for the batch: every text's ids stay in ``out``
     return _encode_texts(plan, data, text_offsets, out, out_offsets, cache, _new_scratch(plan, n, span), n, span)
 
