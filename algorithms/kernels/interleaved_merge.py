@@ -37,7 +37,7 @@ import numpy as np
 
 from .jit import njit
 from .matching import prefetch_merge_rank
-from .short_piece import NO_MERGE, atom_rank, merged_token, pair_entry_rank, pair_rank
+from .short_piece import NO_MERGE, merged_token, pair_rank, start_units
 
 #: pieces merged in turns at most (the fused pipeline's scratch holds this many lanes)
 LANES = 16
@@ -62,30 +62,8 @@ def merge_pieces_interleaved(byte_token, byte_pairs, pairs, pair_filter, token_o
     """BPE of the pieces ``data[lanes[j, START]:lanes[j, END]]`` (each of 1 to :data:`WIDTH` bytes)
     of the first ``count`` lanes (at most :data:`LANES`); read them with :func:`lane_tokens`."""
     for lane in range(count):  # each lane's units and the ranks of their pairs, as merge_short_piece
-        start = lanes[lane, START]
-        end = lanes[lane, END]
-        n = 0
-        i = start
-        whole_before = False
-        while i < end:
-            rank = atom_rank(byte_pairs, data, start, end, i)
-            if rank >= 0:
-                token = merged_token(rank, token_offset, token_of_rank)
-                lanes[lane, _PARTS + n] = token
-                if n > 0:
-                    lanes[lane, _RANKS + n - 1] = pair_rank(pairs, pair_filter, lanes[lane, _PARTS + n - 1], token)
-                whole_before = True
-                i += 2
-            else:
-                token = byte_token[data[i]]
-                lanes[lane, _PARTS + n] = token
-                if n > 0:
-                    lanes[lane, _RANKS + n - 1] = (pair_rank(pairs, pair_filter, lanes[lane, _PARTS + n - 1], token)
-                                                  if whole_before else pair_entry_rank(
-                                                      byte_pairs[(np.int64(data[i - 1]) << 8) | np.int64(data[i])]))
-                whole_before = False
-                i += 1
-            n += 1
+        n = start_units(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset, data,
+                        lanes[lane, START], lanes[lane, END], lanes[lane, _PARTS:_RANKS], lanes[lane, _RANKS:_COUNT])
         lanes[lane, _COUNT] = n
         lanes[lane, _LAST] = -1
     active = count

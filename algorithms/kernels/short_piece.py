@@ -240,13 +240,12 @@ def merged_token(rank, token_offset, token_of_rank):
     return rank + token_offset if token_offset != TABLE_TOKENS else np.int64(token_of_rank[rank])
 
 
-@njit(cache=True, _nrt=False)
-def merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset,
-                      data, start, end, parts, ranks, out, n_out):
-    """Append the BPE encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
-
-    ``parts`` (int32) and ``ranks`` (int64) are scratch arrays of at least ``end - start`` slots.
-    """
+@njit(cache=True, inline="always")
+def start_units(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset, data, start, end, parts,
+                ranks):
+    """The merge loop's start for ``data[start:end]``: its units (bytes, and two-byte characters that
+    start whole: :func:`atom_rank`) in ``parts`` and the rank of each adjacent pair in ``ranks``;
+    returns how many units."""
     n = 0
     i = start
     whole_before = False  # the unit before ``i`` is a character that started whole
@@ -266,6 +265,18 @@ def merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank,
             whole_before = False
             i += 1
         n += 1
+    return n
+
+
+@njit(cache=True, _nrt=False)
+def merge_short_piece(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset,
+                      data, start, end, parts, ranks, out, n_out):
+    """Append the BPE encoding of ``data[start:end]`` to ``out[n_out:]``; return the new length.
+
+    ``parts`` (int32) and ``ranks`` (int64) are scratch arrays of at least ``end - start`` slots.
+    """
+    n = start_units(byte_token, byte_pairs, pairs, pair_filter, token_of_rank, token_offset, data, start, end,
+                    parts, ranks)
     while n > 1:
         best = 0
         best_rank = ranks[0]
