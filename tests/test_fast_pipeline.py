@@ -781,6 +781,69 @@ def test_part_spans_taken_out_of_order_give_the_cuts_in_order():
     assert [PartSpans(text, targets, None).span(0)] == [(0, len(text))] == cut_spans(text, targets, "unknown")
 
 
+#: characters around line feeds that decide a boundary: ASCII and other letters, whitespace that
+#: ``str.isspace`` and ``regex`` disagree on (U+001C is not White_Space), digits, marks, punctuation
+_CUT_ALPHABET = "aZ\u00e9\u4e00\u0416 \t\r\n\n\n\x1c\u3000\u00a0\u2028;{}#/1\u0301"
+
+
+def _reference_spans(text: str, targets: list[int]) -> list[tuple[int, int]]:
+    """``PartSpans``' cuts, as its docstring states them, with the boundary spelled the plain way
+    (lookbehind first) and every match listed: each target cut at the first boundary at or after
+    it within ``CUT_WINDOW``, else at the last one before it, never at or before the cut before."""
+    from bpebench.algorithms.pipeline.parallel import CUT_WINDOW
+
+    plain = regex.compile(r"(?<=\S)\n(?=\p{L})")
+    ends: list[int] = []
+    for k, target in enumerate(targets):
+        previous = ends[-1] if ends else 0
+        if k == len(targets) - 1:
+            ends.append(len(text))
+            continue
+        after = [m.start() for m in plain.finditer(text, target, min(len(text), target + CUT_WINDOW))]
+        before = [m.start() for m in plain.finditer(text, max(0, target - CUT_WINDOW), target)]
+        found = after[0] if after else (before[-1] if before else None)
+        cut = previous if target < previous or found is None else found + 1
+        ends.append(cut if previous < cut < len(text) else previous)
+    return [((ends[k - 1] if k else 0), end) for k, end in enumerate(ends)]
+
+
+#: stretches with a boundary in them, and stretches of C-like code and whitespace with none
+_CUT_FRAGMENTS = ["x\nA", "\u00e9\n\u4e00", ".\nZ", "{;\n  }", " \nA", "\x1c\nA", "1\n\u0301", "\n\n",
+                  "........", "  /* x */", "\u3000\nb"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_CUT_FRAGMENTS), st.sampled_from(_CUT_ALPHABET)), min_size=1,
+                max_size=120).map("".join),
+       st.lists(st.integers(0, 400), max_size=8), st.integers(1, 4))
+@example("x\nA" * 50 + "{;\n  }" * 30, [10, 100, 200, 250], 1)
+@example("x\nA" + "." * 40 + "x\nA" * 10, [5, 60], 1)  # a search that stops short of the end finds nothing
+def test_part_spans_match_the_plain_boundary_search(text, raw_targets, window_power):
+    """The cuts (the boundary spelled line feed first, the last one found from the end back, a search
+    that reached the end remembered) are those of the plain spelling's every match, with a small
+    ``CUT_WINDOW`` so that both searches run out of text; ``last_boundary`` agrees with the plain
+    spelling's last match on every span, and the stream's ``_last_cut`` too."""
+    from bpebench.algorithms.pipeline import parallel
+    from bpebench.algorithms.pipeline.streaming import _last_cut
+
+    plain = regex.compile(r"(?<=\S)\n(?=\p{L})")
+    targets = sorted(t for t in raw_targets if t < len(text)) + [len(text)]
+    window = 4 ** window_power
+    original = parallel.CUT_WINDOW
+    parallel.CUT_WINDOW = window
+    try:
+        spans = parallel.PartSpans(text, targets, "o200k")
+        assert [spans.span(k) for k in range(len(spans))] == _reference_spans(text, targets)
+    finally:
+        parallel.CUT_WINDOW = original
+    for start in range(0, len(text), 7):
+        for end in (start, start + 1, start + window, len(text)):
+            every = [m.start() for m in plain.finditer(text, start, end)]
+            assert parallel.last_boundary(text, start, end) == (every[-1] if every else None)
+    every = [m.start() for m in plain.finditer(text)]
+    assert _last_cut(text) == (every[-1] + 1 if every else 0)
+
+
 def test_run_folded_folds_in_order_whatever_order_the_parts_end_in():
     """Parts ending out of order are folded in item order, each as soon as its predecessors are in
     (before the slow last part ends); a None result gives None and skips the parts not started."""

@@ -1965,7 +1965,13 @@ class FusedPipeline:
         return out[:n].astype(_U32)  # one numpy call: a short text's view-and-copy cost 0.3 us more
 
     def encode_utf8(self, data: bytes) -> np.ndarray:
-        """int32 ids of the UTF-8 text ``data`` (valid UTF-8: pieces as ``regex`` splits its str)."""
+        """int32 ids of the UTF-8 text ``data`` (valid UTF-8: pieces as ``regex`` splits its str).
+        ``bytes`` of at most ``REUSE_MAX`` are encoded into the thread's buffer and their ids copied
+        into an array of exactly their length (each part of a long text once had an output array
+        the size of its bytes, whose pages the kernel touched first)."""
+        if type(data) is bytes and len(data) <= self.REUSE_MAX:
+            out, n = self._encode_into_buffer(data)
+            return out[:n].copy()
         arr = np.frombuffer(data, dtype=np.uint8)
         self._check(arr)
         out = np.empty(len(arr), dtype=np.int32)

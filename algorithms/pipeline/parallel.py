@@ -64,8 +64,9 @@ CUT_WINDOW = 1 << 16
 #: runs across it (the letter can take no line feed as its prefix); the character before must not be
 #: whitespace for gpt2, whose ``\s++$`` would take a part's final whitespace run in one piece
 #: (``"x \nA"``: ``' '``, ``'\n'`` in the whole text, ``' \n'`` at a part's end); checked for every
-#: string of up to 6 characters over a dozen kinds of character
-_BOUNDARY = regex.compile(r"(?<=\S)\n(?=\p{L})")
+#: string of up to 6 characters over a dozen kinds of character. Spelled with the line feed first,
+#: so that ``regex`` scans for it (``(?<=\S)\n(?=\p{L})``, the same matches, took 1.4x as long)
+_BOUNDARY = regex.compile(r"\n(?<=\S\n)(?=\p{L})")
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -245,6 +246,10 @@ class PartSpans:
         self._targets = list(targets) if len(targets) > 1 and pattern_name in CUTTABLE_PATTERNS else [len(text)]
         self._ends: list[int] = []
         self._lock = threading.Lock()
+        #: a target from which a search reached the end of the text and found no boundary: it and every
+        #: later target give an empty part at once (each such target once cost a search to the end and
+        #: one back over CUT_WINDOW characters, 0.3 ms on the tail of a C file)
+        self._none_from = len(text) + 1
 
     def __len__(self) -> int:
         return len(self._targets)
@@ -262,16 +267,28 @@ class PartSpans:
         if k == len(self._targets) - 1:
             return len(text)
         target = self._targets[k]
-        if target < previous:
-            return previous  # the cut before went past this target already
-        match = _BOUNDARY.search(text, target, min(len(text), target + CUT_WINDOW))
-        found = match.start() if match is not None else _last_boundary(text, max(0, target - CUT_WINDOW), target)
+        if target < previous or target >= self._none_from:
+            return previous  # the cut before went past this target already, or no boundary follows it
+        stop = min(len(text), target + CUT_WINDOW)
+        match = _BOUNDARY.search(text, target, stop)
+        if match is None and stop == len(text):
+            # the last boundary before a later target is the one found below: a cut at or before this one's
+            self._none_from = target
+        found = match.start() if match is not None else last_boundary(text, max(0, target - CUT_WINDOW), target)
         cut = previous if found is None else found + 1  # after the line feed: the letter starts a piece
         return cut if previous < cut < len(text) else previous
 
 
-def _last_boundary(text: str, start: int, end: int) -> int | None:
-    last = None
-    for match in _BOUNDARY.finditer(text, start, end):
-        last = match.start()
-    return last
+def last_boundary(text: str, start: int, end: int) -> int | None:
+    """Where the last match of :data:`_BOUNDARY` in ``text[start:end]`` starts (as ``regex`` matches
+    with ``pos=start, endpos=end``), or None: the line feeds from the end back, a line feed before an
+    ASCII character that is not a letter passed over without the regex. Every match taken in order
+    (``finditer``) cost 0.5 ms over ``CUT_WINDOW`` characters of C code, ``regex``'s backward search
+    (``(?r)``) 0.9 ms."""
+    position = text.rfind("\n", start, end)
+    while position >= 0:
+        after = text[position + 1:position + 2]
+        if after and (after >= "\x80" or after.isalpha()) and _BOUNDARY.match(text, position, end):
+            return position
+        position = text.rfind("\n", start, position)
+    return None

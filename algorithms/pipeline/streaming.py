@@ -63,14 +63,10 @@ def _npy_header(count: int) -> bytes:
 
 def _last_cut(text: str) -> int:
     """The end of the longest prefix of ``text`` that ends at a pre-token boundary (0 if none)."""
-    from .parallel import _BOUNDARY
+    from .parallel import last_boundary
 
-    position = text.rfind("\n")
-    while position >= 0:
-        if _BOUNDARY.match(text, position):
-            return position + 1
-        position = text.rfind("\n", 0, position)
-    return 0
+    position = last_boundary(text, 0, len(text))
+    return 0 if position is None else position + 1
 
 
 def encode_files(tokenizer, paths: Sequence[str | os.PathLike], output: str | os.PathLike, *,
