@@ -784,6 +784,8 @@ def test_part_spans_taken_out_of_order_give_the_cuts_in_order():
 #: characters around line feeds that decide a boundary: ASCII and other letters, whitespace that
 #: ``str.isspace`` and ``regex`` disagree on (U+001C is not White_Space), digits, marks, punctuation
 _CUT_ALPHABET = "aZ\u00e9\u4e00\u0416 \t\r\n\n\n\x1c\u3000\u00a0\u2028;{}#/1\u0301"
+#: the oracle: ``parallel._BOUNDARY``'s matches spelled the plain way (lookbehind first)
+_PLAIN_BOUNDARY = regex.compile(r"(?<=\S)\n(?=\p{L})")
 
 
 def _reference_spans(text: str, targets: list[int]) -> list[tuple[int, int]]:
@@ -792,7 +794,7 @@ def _reference_spans(text: str, targets: list[int]) -> list[tuple[int, int]]:
     it within ``CUT_WINDOW``, else at the last one before it, never at or before the cut before."""
     from bpebench.algorithms.pipeline.parallel import CUT_WINDOW
 
-    plain = regex.compile(r"(?<=\S)\n(?=\p{L})")
+    plain = _PLAIN_BOUNDARY
     ends: list[int] = []
     for k, target in enumerate(targets):
         previous = ends[-1] if ends else 0
@@ -826,7 +828,7 @@ def test_part_spans_match_the_plain_boundary_search(text, raw_targets, window_po
     from bpebench.algorithms.pipeline import parallel
     from bpebench.algorithms.pipeline.streaming import _last_cut
 
-    plain = regex.compile(r"(?<=\S)\n(?=\p{L})")
+    plain = _PLAIN_BOUNDARY
     targets = sorted(t for t in raw_targets if t < len(text)) + [len(text)]
     window = 4 ** window_power
     original = parallel.CUT_WINDOW
