@@ -23,12 +23,6 @@ lazy like ``njit``) with a plain-Python twin that computes the same value, so
     bit ``k`` of byte ``i + j`` is (a 64 x 8 bit transpose). O(1) per 64 bytes.
 ``prefetch(array, i)``
     hint that ``array[i]`` will be read soon (``prefetcht0``); no effect on results.
-``compare_and_swap(array, i, expected, new)``
-    atomically: if the flat element ``i`` of an int64 array equals ``expected``, write ``new`` there
-    and return True, else return False (``lock cmpxchg``; sequentially consistent). O(1).
-``store_release(array, i, value)``
-    write ``value`` to the flat element ``i`` of an int64 array after every store before it (a
-    release store: a thread that reads ``value`` there also sees those earlier stores). O(1).
 ``address_pointer(address, dtype)``
     a typed pointer to an integer address (compiled code only), for ``numba.carray``.
 """
@@ -84,18 +78,6 @@ def _ascii_masks_py(data, i):
 
 def _prefetch_py(array, i):
     return None
-
-
-def _compare_and_swap_py(array, i, expected, new):
-    flat = array.reshape(-1)
-    if flat[int(i)] != expected:
-        return False
-    flat[int(i)] = new
-    return True
-
-
-def _store_release_py(array, i, value):
-    array.reshape(-1)[int(i)] = value
 
 
 def _zero_count(llvm_name: str):
@@ -199,46 +181,6 @@ def prefetch(typingctx, array, i):
         return context.get_dummy_value()
 
     return types.none(array, i), codegen
-
-
-def _int64_word(context, builder, signature, args):
-    """(an i64 pointer to the flat element ``args[1]`` of the int64 array ``args[0]``, the later
-    arguments cast to int64)."""
-    from llvmlite import ir
-    from numba.core import types
-
-    pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], signature.args[1])
-    words = [context.cast(builder, a, t, types.int64) for a, t in zip(args[2:], signature.args[2:])]
-    return builder.bitcast(pointer, ir.IntType(64).as_pointer()), words
-
-
-def _is_int64_array(array) -> bool:
-    from numba.core import types
-
-    return isinstance(array, types.Array) and array.dtype == types.int64
-
-
-@intrinsic(_compare_and_swap_py)
-def compare_and_swap(typingctx, array, i, expected, new):
-    from numba.core import types
-
-    def codegen(context, builder, signature, args):
-        pointer, (old, value) = _int64_word(context, builder, signature, args)
-        return builder.extract_value(builder.cmpxchg(pointer, old, value, "seq_cst", "seq_cst"), 1)
-
-    return types.boolean(array, i, expected, new) if _is_int64_array(array) else None, codegen
-
-
-@intrinsic(_store_release_py)
-def store_release(typingctx, array, i, value):
-    from numba.core import types
-
-    def codegen(context, builder, signature, args):
-        pointer, (word,) = _int64_word(context, builder, signature, args)
-        builder.store_atomic(word, pointer, "release", 8)
-        return context.get_dummy_value()
-
-    return types.none(array, i, value) if _is_int64_array(array) else None, codegen
 
 
 def _address_pointer_py(address, dtype):

@@ -86,8 +86,7 @@ _KEEP = 4
 #: the files whose contents are in the key (paths relative to the ``algorithms`` tree): the fused
 #: kernel, the modules whose numba code is compiled into it, this loader, its build and the C helper
 KEY_SOURCES = ("pipeline/fast_pipeline.py", "backtracking.py", "heap.py", "kernels/matching.py",
-               "kernels/compiled.py", "kernels/short_piece.py", "kernels/known_pieces.py",
-               "kernels/interleaved_merge.py",
+               "kernels/compiled.py", "kernels/short_piece.py", "kernels/interleaved_merge.py",
                "pipeline/pretokenize_compiled.py", "pipeline/unicode_table.py",
                "pipeline/pretokenize_bits.py", "pipeline/transducer_split.py", "pipeline/marker_split.py", "kernels/bits.py", "kernels/cut_points.py",
                "kernels/jit.py", "pipeline/aot.py", "pipeline/aot_build.py", f"pipeline/{ID_LISTS_SOURCE}")

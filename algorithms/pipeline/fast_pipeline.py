@@ -166,8 +166,6 @@ from ..kernels.interleaved_merge import (END, LANE_COLUMNS, LANES, START, TAG, W
 from ..kernels.short_piece import (LONG_TOKEN_BYTES, MEDIUM_TOKEN_BYTES, SHORT_TOKEN_BYTES, long_slot,
                                    long_token_at, long_words, low_bytes, medium_token_at, merge_short_piece,
                                    short_token_at, token_slot)
-from ..kernels.known_pieces import (INSERTS_PER_THREAD_DIVISOR, KNOWN_MAX_BYTES, KNOWN_MIN, insert_known, known_ids,
-                                    known_value, short_entry_at)
 
 class Plan(NamedTuple):
     """Everything the fused kernel reads about one vocabulary, as one numba argument."""
@@ -336,9 +334,8 @@ KEY_WORDS = 4
 CACHE_ROW = 8
 #: bytes in a CPU cache line (where ``new_piece_cache`` puts each row)
 CACHE_LINE = 64
-#: the counters row (the cache's last row): hits, misses, pieces looked up, and the known pieces
-#: this thread wrote into the whole-token table (``kernels.known_pieces``)
-CACHE_HITS, CACHE_MISSES, CACHE_LOOKUPS, CACHE_KNOWN = 0, 1, 2, 3
+#: the counters row (the cache's last row): hits, misses, pieces looked up
+CACHE_HITS, CACHE_MISSES, CACHE_LOOKUPS = 0, 1, 2
 _CACHE_M0 = np.uint64(0x9E3779B97F4A7C15)
 _CACHE_M1 = np.uint64(0xD6E8FEB86659FD93)
 _CACHE_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -446,21 +443,6 @@ def _cache_put(cache, slot, w0, w1, w2, w3, length, out, first, count):
         high = np.int64(out[first + 2 * k + 1]) if 2 * k + 1 < count else 0
         cache[slot, 4 + k] = low | (high << 32)
     cache[slot, 3] = np.int64(_cache_tail(w3, length) | (np.uint64(count - 1) << _COUNT_SHIFT))
-
-
-@njit(cache=True, inline="always")
-def _keep_known(short_tokens, cache, key, length, out, first, count):
-    """Write the piece packed as ``key`` (``length`` bytes, ids ``out[first:first+count]``) into the
-    whole-token table as a known piece when it can be one and this thread may still add one
-    (``kernels.known_pieces``); whether the table holds it now."""
-    value = known_value(key, out, first, count, length)
-    counters = cache.shape[0] - 1
-    if value < 0 or cache[counters, CACHE_KNOWN] >= short_tokens.shape[0] // INSERTS_PER_THREAD_DIVISOR:
-        return False
-    if not insert_known(short_tokens, key, token_slot(key, np.uint64(0), length, short_tokens.shape[0] - 1), value):
-        return False
-    cache[counters, CACHE_KNOWN] += 1
-    return True
 
 
 @njit(cache=True, inline="always")
@@ -705,7 +687,7 @@ def _window_from_bits(short_tokens, medium_tokens, long_tokens, forward, two_byt
             if length <= SHORT_TOKEN_BYTES:
                 w0 = low_bytes(w0, length)
                 w1 = np.uint64(0)
-                token = short_entry_at(short_tokens, w0, length, token_slot(w0, w1, length, short_mask))
+                token = short_token_at(short_tokens, w0, length, token_slot(w0, w1, length, short_mask))
             else:
                 w1 = low_bytes(load_u64(data, s + 8), length - 8)
                 token = medium_token_at(medium_tokens, w0, w1, length, token_slot(w0, w1, length, medium_mask))
@@ -858,7 +840,7 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 if whole_piece:
                     token = bytes_lookup(bytes_slots, token_bytes, token_start, data, s, e)
                 elif length <= SHORT_TOKEN_BYTES:
-                    token = short_entry_at(short_tokens, chunk_keys[i, 0], length, chunk_ints[i, 1])
+                    token = short_token_at(short_tokens, chunk_keys[i, 0], length, chunk_ints[i, 1])
                 elif length <= MEDIUM_TOKEN_BYTES:
                     token = medium_token_at(medium_tokens, chunk_keys[i, 0], chunk_keys[i, 1], length, chunk_ints[i, 1])
                 elif length <= LONG_TOKEN_BYTES:
@@ -903,13 +885,8 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
             piece_end = chunk_ints[i, 0]
             token = chunk_ints[i, 1]
             if token >= 0:
-                if token < KNOWN_MIN:
-                    out[n_out] = token
-                    n_out += 1
-                else:  # a known piece of several tokens: a hit
-                    n_out = known_ids(token, out, n_out)
-                    lookups += 1
-                    hits += 1
+                out[n_out] = token
+                n_out += 1
             elif token <= -2:
                 first = n_out
                 n_out = lane_tokens(lanes, -2 - token, out, n_out)
@@ -919,11 +896,9 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                 elif n_out - first <= CACHE_MAX_IDS:
                     w0, w1, w2, w3 = _chunk_key(chunk_keys, i)
                     length = piece_end - piece_start
-                    if not _keep_known(short_tokens, cache, w0, length, out, first, n_out - first):
-                        _cache_put(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1), w0, w1, w2, w3,
-                                   length, out, first, n_out - first)
+                    _cache_put(cache, _cache_slot(w0, w1, w2, w3, length, cache_slots - 1), w0, w1, w2, w3, length,
+                               out, first, n_out - first)
             elif not lookup_only:
-                first = n_out
                 n_out, looked_up, hit = _several_tokens(matcher, pairs, pair_filter, byte_token, byte_pairs,
                                                         token_of_rank, token_offset,
                                                         _merge_loop_limit(short_limit, wide_limit, data, piece_start, piece_end),
@@ -932,10 +907,6 @@ def _encode_chunked(plan, data, start, end, starts, offsets, cls, piece_ends, de
                                                         _chunk_key(chunk_keys, i))
                 lookups += looked_up
                 hits += hit
-                length = piece_end - piece_start
-                if looked_up and length <= KNOWN_MAX_BYTES:
-                    # a piece the piece cache held (or BPE gave): the whole-token probe answers it next time
-                    _keep_known(short_tokens, cache, chunk_keys[i, 0], length, out, first, n_out - first)
             piece_start = piece_end
     _count_cache_use(cache, lookups, hits)
     return n_out
@@ -1891,19 +1862,15 @@ class FusedPipeline:
 
     def piece_cache_stats(self) -> dict:
         """Counters of the live threads' piece caches: ``hits``, ``misses``, ``hit_rate`` (of the
-        pieces looked up; a known piece answered by the whole-token probe is a hit), ``threads``,
-        ``slots`` (per thread), ``filled`` and ``bytes`` (all threads), and ``known``: the pieces these
-        threads wrote into the whole-token table (``kernels.known_pieces``)."""
+        pieces looked up), ``threads``, ``slots`` (per thread), ``filled`` and ``bytes`` (all threads)."""
         with self._caches_lock:
             caches = [c for c in (r() for r in self._caches) if c is not None]
         slots = self.piece_cache_slots
         hits = sum(int(c[slots, CACHE_HITS]) for c in caches)
         misses = sum(int(c[slots, CACHE_MISSES]) for c in caches)
         filled = sum(int(np.count_nonzero(c[:slots, 3])) for c in caches)
-        known = sum(int(c[slots, CACHE_KNOWN]) for c in caches)
         return {"hits": hits, "misses": misses, "hit_rate": hits / (hits + misses) if hits + misses else 0.0,
-                "threads": len(caches), "slots": slots, "filled": filled, "bytes": sum(c.nbytes for c in caches),
-                "known": known}
+                "threads": len(caches), "slots": slots, "filled": filled, "bytes": sum(c.nbytes for c in caches)}
 
     def _thread_buffer(self, name: str, size: int, dtype) -> np.ndarray:
         """At least ``size`` items: the calling thread's buffer ``name`` (grown as needed) when
