@@ -18,6 +18,11 @@ into them), runs both on the warm-up documents, then each measured document once
 goes first alternating per document and round), with ``--peer`` encoding the document first. Ids
 are compared on every document. Per kind: the median over rounds of the committed kernel's time ÷
 the variant's (above 1: the variant is faster), the range, and each kernel's ms per MB.
+
+The copies are anonymous memory; a real process reads the vocabulary's tables from the cache
+file's private mapping, where the first write to each page is a copy-on-write fault. A variant that
+writes into the tables must also be timed in a fresh process (docs/performance.md, "Known pieces in
+the whole-token table": 1.04x here on code, 0.70x there on prose).
 """
 from __future__ import annotations
 
