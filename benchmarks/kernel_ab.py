@@ -19,10 +19,11 @@ goes first alternating per document and round), with ``--peer`` encoding the doc
 are compared on every document. Per kind: the median over rounds of the committed kernel's time ÷
 the variant's (above 1: the variant is faster), the range, and each kernel's ms per MB.
 
-The copies are anonymous memory; a real process reads the vocabulary's tables from the cache
-file's private mapping, where the first write to each page is a copy-on-write fault. A variant that
-writes into the tables must also be timed in a fresh process (docs/performance.md, "Known pieces in
-the whole-token table": 1.04x here on code, 0.70x there on prose).
+The copies are anonymous memory, but a real process reads the vocabulary's tables from the cache
+file's private mapping, where the first write to each page is a copy-on-write fault: for a variant
+that writes into the tables, ``--mapped-tables`` puts each copy in such a mapping of a file of its
+own (docs/performance.md, "Known pieces in the whole-token table": 1.04x on code in anonymous
+copies, 0.70x on prose in a fresh process).
 """
 from __future__ import annotations
 
@@ -66,14 +67,31 @@ def aligned_copy(array):
     return copy
 
 
-def copied(plan):
-    """A Plan (nested named tuples of arrays) whose arrays are copies of its own."""
+def mapped_copy(array):
+    """``array`` copied into a private copy-on-write mapping of a temporary file of its own, as a
+    process reads the vocabulary cache's tables (``cache/files.map_checked``)."""
+    import mmap
+    import tempfile
+
+    import numpy as np
+
+    if not array.size:
+        return array
+    with tempfile.TemporaryFile() as f:
+        f.write(np.ascontiguousarray(array).tobytes())
+        f.flush()
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    return np.frombuffer(mapped, dtype=array.dtype).reshape(array.shape)
+
+
+def copied(plan, copy=aligned_copy):
+    """A Plan (nested named tuples of arrays) whose arrays are copies of its own, made by ``copy``."""
     import numpy as np
 
     if isinstance(plan, np.ndarray):
-        return aligned_copy(plan)
+        return copy(plan)
     if isinstance(plan, tuple) and hasattr(plan, "_fields"):
-        return type(plan)(*(copied(field) for field in plan))
+        return type(plan)(*(copied(field, copy) for field in plan))
     return plan
 
 
@@ -90,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", type=int, default=None, help="the CPU to pin to (default: the last)")
     parser.add_argument("--fresh-tables", action="store_true",
                         help="copy both kernels' tables anew every round (for a variant that writes into them)")
+    parser.add_argument("--mapped-tables", action="store_true",
+                        help="the copies in private mappings of files, as a real process reads them")
     args = parser.parse_args(argv)
     if args.same == bool(args.variant):
         parser.exit(2, "kernel_ab: give a variant file or --same (one of them)\n")
@@ -126,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
 
     kernels = (committed._DirectCall(committed.encode_utf8), variant._DirectCall(variant.encode_utf8))
     # copies for both: the vocabulary's own mapping and a fresh copy of it did not run alike (A/A 0.96-1.00)
-    plans = (copied(committed.FusedPipeline(vocab).plan), copied(variant.FusedPipeline(vocab).plan))
+    copy = mapped_copy if args.mapped_tables else aligned_copy
+    plans = (copied(committed.FusedPipeline(vocab).plan, copy), copied(variant.FusedPipeline(vocab).plan, copy))
     print(f"{args.vocab}: committed time / variant time (above 1: the variant is faster), {args.rounds} rounds,"
           f" CPU clock{', ' + args.peer + ' first on each document' if peer else ''}")
     for text_stream in streams:
@@ -137,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             caches = (committed.FusedPipeline(vocab).thread_cache(), variant.FusedPipeline(vocab).thread_cache())
             if args.fresh_tables:
-                plans = (copied(committed.FusedPipeline(vocab).plan), copied(variant.FusedPipeline(vocab).plan))
+                plans = (copied(committed.FusedPipeline(vocab).plan, copy),
+                         copied(variant.FusedPipeline(vocab).plan, copy))
             for doc in warm:
                 for k in (0, 1):
                     kernels[k](plans[k], doc, outs[k], caches[k])
