@@ -47,6 +47,31 @@ def test_the_variant_reads_tables_of_its_own(kernel_ab):
             assert mine.ctypes.data % 64 == 0
 
 
+
+def test_mapped_tables_are_private_file_mappings(kernel_ab):
+    """``--mapped-tables``: the same contents, in a copy-on-write mapping of a file (writable, and a
+    write reaches neither the original nor the file)."""
+    import mmap
+
+    from bpebench import load_vocabulary
+    from bpebench.algorithms.pipeline.fast_pipeline import FusedPipeline
+
+    plan = FusedPipeline(load_vocabulary("cl100k_base")).plan
+    copy = kernel_ab.copied(plan, kernel_ab.mapped_copy)
+    for original, mine in zip(_leaves(plan), _leaves(copy)):
+        assert mine.dtype == original.dtype and mine.shape == original.shape and np.array_equal(mine, original)
+        if original.size:
+            owner = mine
+            while isinstance(owner, np.ndarray):
+                owner = owner.base
+            owner = owner.obj if isinstance(owner, memoryview) else owner
+            assert isinstance(owner, mmap.mmap) and mine.flags.writeable
+            assert not np.shares_memory(mine, original)
+    table = copy.short_tokens
+    before = int(plan.short_tokens[0, 0])
+    table[0, 0] = before + 1
+    assert int(plan.short_tokens[0, 0]) == before and int(table[0, 0]) == before + 1
+
 @pytest.mark.parametrize("arguments, message", [
     ([], "give a variant file or --same"),
     (["--same", "x.py"], "give a variant file or --same"),
