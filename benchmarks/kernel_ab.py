@@ -78,7 +78,7 @@ def mapped_copy(array):
     if not array.size:
         return array
     with tempfile.TemporaryFile() as f:
-        f.write(np.ascontiguousarray(array).tobytes())
+        np.ascontiguousarray(array).tofile(f)  # no bytes object of the whole table on the way
         f.flush()
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     return np.frombuffer(mapped, dtype=array.dtype).reshape(array.shape)

@@ -47,10 +47,9 @@ def test_the_variant_reads_tables_of_its_own(kernel_ab):
             assert mine.ctypes.data % 64 == 0
 
 
-
 def test_mapped_tables_are_private_file_mappings(kernel_ab):
     """``--mapped-tables``: the same contents, in a copy-on-write mapping of a file (writable, and a
-    write reaches neither the original nor the file)."""
+    write does not reach the original)."""
     import mmap
 
     from bpebench import load_vocabulary
@@ -71,6 +70,7 @@ def test_mapped_tables_are_private_file_mappings(kernel_ab):
     before = int(plan.short_tokens[0, 0])
     table[0, 0] = before + 1
     assert int(plan.short_tokens[0, 0]) == before and int(table[0, 0]) == before + 1
+
 
 @pytest.mark.parametrize("arguments, message", [
     ([], "give a variant file or --same"),
