@@ -99,12 +99,45 @@ WHITESPACE_SPLIT = {"type": "WhitespaceSplit"}
     # first: a branch that may start with an optional item, a run of at least two
     {"type": "Split", "pattern": {"Regex": r" ?\p{L}+|\p{N}+"}, "behavior": "Isolated"},
     {"type": "Split", "pattern": {"Regex": r"\s{2,}"}, "behavior": "Removed"},
-    {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+    # Metaspace anywhere but last
+    {"type": "Sequence", "pretokenizers": [{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+                                            "split": True}, WHITESPACE_SPLIT]},
     {"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "ByteLevel", "use_regex": True}]},
 ])
 def test_other_steps_are_left_to_python(spec):
     assert class_split(build_pre_tokenizer(spec), byte_level_model=False) is None
     assert class_split(build_pre_tokenizer(spec), byte_level_model=True) is None
+
+
+METASPACE_TEXTS = st.lists(st.sampled_from(ALPHABET + ["\u2581", "\u2581a", " \u2581", "-", "_x_"]),
+                          max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(st.sampled_from(STEPS), max_size=2), scheme=st.sampled_from(["always", "first", "never"]),
+       split=st.booleans(), replacement=st.sampled_from(["\u2581", "-", "_", " "]), text=METASPACE_TEXTS)
+def test_a_last_metaspace_step_gives_the_python_and_hfs_pieces(steps, scheme, split, replacement, text):
+    """``Metaspace`` last (after any class steps, or alone): its spaces written as the replacement, the
+    replacement put before each piece of the steps before it that does not start with one (``first``:
+    only the piece at the original text's start), and with ``split`` a cut before each replacement
+    but the first of a piece (HF's ``MergedWithNext``), replacements that were in the text included."""
+    tokenizers = pytest.importorskip("tokenizers")
+    spec = _spec([*steps, {"type": "Metaspace", "replacement": replacement, "prepend_scheme": scheme,
+                           "split": split}])
+    pre = build_pre_tokenizer(spec)
+    split_at_once = class_split(pre, byte_level_model=False)
+    assert split_at_once is not None and class_split(pre, byte_level_model=True) is None
+    offsets = list(range(len(text)))
+    got = _split(*split_at_once.pieces(text, offsets))
+    assert got == [p.text.encode() for p in pre.pre_tokenize([Piece(text, 0, offsets)])]
+    theirs = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"},
+        "pre_tokenizer": spec}))
+    assert got == [piece.encode() for piece, _ in theirs.pre_tokenizer.pre_tokenize_str(text)]
+    # a stretch that does not start the text (after a carved token): ``first`` prefixes none of it
+    later = list(range(3, 3 + len(text)))
+    assert (_split(*split_at_once.pieces(text, later))
+            == [p.text.encode() for p in pre.pre_tokenize([Piece(text, 3, later)])])
 
 
 #: first steps that are no class steps: their spans come from the compiled split, and whether a span

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,9 +20,9 @@ from bpebench.algorithms.pipeline.tokenizer import Tokenizer
 
 PIPELINES = Path(__file__).parent / "golden" / "pipelines"
 #: the committed fixtures whose pipelines take the piece stage, with whether they take the class split
-FILES = {"hf_punct_chardelim.json": True, "hf_split_behaviors.json": True, "hf_strip_split_first.json": False}
+FILES = {"hf_punct_chardelim.json": True, "hf_split_behaviors.json": True, "hf_strip_split_first.json": True}
 ALPHABET = [" ", "  ", "\n", "\r\n", "\r", "\t", "a", "the", "Windows", "é", "e\u0301", "1", "2024", "-", ".", ",",
-            "!?", "'", "京", "😀", "\u00a0", "x-y", "<unk>"]
+            "!?", "'", "京", "😀", "\u00a0", "x-y", "<unk>", "\u2581", "\u2581a"]
 TEXTS = st.lists(st.sampled_from(ALPHABET), max_size=30).map("".join)
 
 
@@ -63,3 +64,19 @@ def test_symbol_level_models_keep_their_own_merges():
     """A continuing-subword prefix or an end-of-word suffix: tokens are not their parts' bytes."""
     for file in ("hf_bert_prefix.json", "hf_whitespace_suffix.json"):
         assert Tokenizer(str(PIPELINES / file))._hf.piece_stage is None
+
+
+def test_a_batch_of_pieces_is_encoded_in_one_call_with_each_pieces_own_ids():
+    """A model that fuses runs of unknown characters gets its pieces as the texts of a batch, so that no
+    run fuses across two; the stage encodes them in one call and finds where each text's ids end from
+    their tokens' lengths. Each text's ids are those it has alone, empty texts and unknown characters
+    at both ends of a text included."""
+    staged, _, _ = _three("hf_strip_split_first.json")
+    stage = staged._hf.piece_stage
+    assert stage.unknown is not None and stage.unknown.fuse
+    texts = [t.encode() for t in ("", "\u2581the", "京京", "", "京\u2581a京", "😀", "\u2581", "a\nb", "")]
+    bounds = np.cumsum([0, *map(len, texts)])
+    ids, offsets = stage.encode_joined_batch(b"".join(texts), bounds)
+    alone = [stage.encode_utf8(t).tolist() if t else [] for t in texts]
+    assert [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == alone
+    assert alone[2] == alone[5] and len(alone[2]) == 1  # a run of unknown characters is one unknown token

@@ -30,6 +30,14 @@ list (``hf_pipeline.split_list``), and the later class steps read each byte as i
 character, so a piece may end inside a character (``²`` is also the continuation byte 0xB2), as HF's
 does.
 
+A last ``Metaspace`` (HF: each piece's spaces replaced by its marker, the marker put before a piece
+that does not start with one, by its ``prepend_scheme``, then with ``split`` a ``MergedWithNext``
+split on the marker) is one more class step, spaces and markers of the stretch one class: the steps
+read the stretch's own characters, and a space is a marker once replaced. Its marker is written in
+place of each space of the pieces' UTF-8 and before each piece of the steps before it that it
+prefixes (for ``first``, those holding a character of the original text's offset 0, read from the
+stretch's alignment), which starts the first piece of its split.
+
 A first step that is no class step but whose regex compiles (CLIP's ``Split``) takes its spans
 from the compiled split (``llama_cpp_program.ListSplitter``, HF's ``Isolated`` pieces), each a match
 when its first character starts one: that holds when every branch begins with a class taken at
@@ -56,7 +64,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import pattern_program
-from .pretokenizers import (BertPreTokenizer, ByteLevel, CharDelimiterSplit, Digits, Punctuation,
+from .pretokenizers import (BertPreTokenizer, ByteLevel, CharDelimiterSplit, Digits, Metaspace, Punctuation,
                             SequencePreTokenizer, Split, Whitespace, WhitespaceSplit, WHITESPACE_REGEX)
 from .text_pieces import WHITESPACE, character_class
 
@@ -191,12 +199,16 @@ class ClassSplit:
     """A pre-tokenizer's pieces of a stretch as (UTF-8 bytes, piece ends), for the piece stage."""
 
     def __init__(self, steps: list[tuple[str, str, bool]], *, prefix_space: bool = False, piece_end: bytes = b"",
-                 first_regex: str | None = None, lead: tuple[str, ...] | None = None) -> None:
+                 first_regex: str | None = None, lead: tuple[str, ...] | None = None,
+                 metaspace: Metaspace | None = None) -> None:
         """``steps``: (class pattern, behavior, invert) each; ``first_regex``: the file regex of a first
         step that is no class step (its behavior and invert are then ``steps[0]``'s). ``lead``: the
         regexes (``Isolated``) of the steps up to a ``ByteLevel`` (its own regex last), split by their
         compiled list; ``steps`` then come after that ``ByteLevel`` and read each byte as its
-        byte-level character (a piece may then end inside a character, as HF's does)."""
+        byte-level character (a piece may then end inside a character, as HF's does). ``metaspace``: a
+        last ``Metaspace`` step (its split, when it has one, is the last of ``steps``), whose spaces
+        and prefix :meth:`pieces` writes."""
+        self.metaspace = metaspace
         fields, self.steps = [], []
         shift = 0
         for k, (pattern, behavior, invert) in enumerate(steps):
@@ -248,12 +260,18 @@ class ClassSplit:
     def cuts(self, points: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(cut: bool[n + 1], gone: bool[n]) of the stretch whose code points are ``points`` (its UTF-8:
         ``data``); with a ``lead``, of its bytes."""
+        cut, gone, _ = self._cuts(points, data)
+        return cut, gone
+
+    def _cuts(self, points: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`cuts`, and the cuts before a last ``Metaspace`` step split (where its prefix goes)."""
         n = len(points)
+        split_last = self.metaspace is not None and self.metaspace.split
         cut = np.zeros(n + 1, dtype=bool)
         cut[0] = cut[n] = True
         gone = np.zeros(n, dtype=bool)
         if n == 0:
-            return cut, gone
+            return cut, gone, cut
         if self.byte_mode:
             if self.lead is not None:
                 cut[self.lead.piece_ends(data)] = True
@@ -261,7 +279,10 @@ class ClassSplit:
         else:
             words = self.table[points]
         before = cut[:-1]  # a view: steps' new cuts show up in it
-        for step in self.steps:
+        opened = cut
+        for k, step in enumerate(self.steps):
+            if split_last and k == len(self.steps) - 1:
+                opened = cut.copy()
             if step.splitter is not None:  # the first step: the whole stretch is one piece
                 span_start = np.zeros(n, dtype=bool)
                 ends = step.splitter.piece_ends(data)[:-1]
@@ -300,11 +321,16 @@ class ClassSplit:
                 else:  # MergedWithNext
                     new = span_start & ~(flag_before & ~flag)
             before |= new
-        return cut, gone
+        return cut, gone, opened
 
-    def pieces(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(bytes: uint8[...], ends: int64[k]) of ``text``'s pieces, or None when it holds a lone surrogate."""
-        if self.byte_mode or text.isascii():
+    def pieces(self, text: str, align: list[int] | None = None,
+               start: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+        """(bytes: uint8[...], ends: int64[k]) of ``text``'s pieces, or None when it holds a lone surrogate.
+        ``align``: the original offset of each character of ``text`` (``Piece.align``), else None and
+        every character at ``start``; read by a ``Metaspace`` step whose prefix goes on the first
+        piece only."""
+        metaspace = self.metaspace
+        if (self.byte_mode or text.isascii()) and metaspace is None:
             try:
                 data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             except UnicodeEncodeError:
@@ -316,8 +342,13 @@ class ClassSplit:
             except UnicodeEncodeError:
                 return None
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            lengths = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        cut, gone = self.cuts(points, data)
+            written = points
+            if metaspace is not None:  # its spaces are written as its replacement (the steps read spaces)
+                written = np.where(points == 0x20, np.uint32(ord(metaspace.replacement)), points)
+            lengths = 1 + (written >= 0x80).astype(np.int64) + (written >= 0x800) + (written >= 0x10000)
+        cut, gone, opened = self._cuts(points, data)
+        if metaspace is not None:
+            data = np.frombuffer(text.replace(" ", metaspace.replacement).encode("utf-8"), dtype=np.uint8)
         kept = ~gone
         everything = bool(kept.all())
         if not everything:
@@ -332,10 +363,38 @@ class ClassSplit:
             if wanted.any():
                 data = np.insert(data, offsets[opening[wanted]], np.uint8(0x20))
                 ends = ends + np.cumsum(wanted)
+        if metaspace is not None and metaspace.scheme != "never" and len(ends):
+            data, ends = self._prefixed(data, ends, points, kept, opened, offsets, align, start)
         if len(self.piece_end) and len(ends):
             data = np.insert(data, np.repeat(ends, len(self.piece_end)), np.tile(self.piece_end, len(ends)))
             ends = ends + len(self.piece_end) * np.arange(1, len(ends) + 1)
         return data, ends
+
+
+    def _prefixed(self, data, ends, points, kept, opened, offsets, align, start) -> tuple[np.ndarray, np.ndarray]:
+        """(data, ends) with a last ``Metaspace`` step's replacement written before each piece it prefixes:
+        the pieces before its own split (cut at ``opened``) that do not start with a space or the
+        replacement, for ``first`` only those that hold a character of the original text's offset 0
+        (HF: a split whose original start is 0). The replacement then starts the first piece of its
+        split."""
+        metaspace = self.metaspace
+        marker = ord(metaspace.replacement)
+        opening = np.flatnonzero(opened[:-1] & kept)
+        wanted = (points[opening] != 0x20) & (points[opening] != marker)
+        if metaspace.scheme == "first":
+            if align is None:  # every character at ``start`` (``Piece.slice`` without alignments)
+                wanted &= start == 0
+            else:
+                closing = np.flatnonzero(opened[1:] & kept)
+                at_zero = np.zeros(len(points) + 1, dtype=np.int64)
+                np.cumsum((np.asarray(align, dtype=np.int64) == 0) & kept, out=at_zero[1:])
+                wanted &= at_zero[closing + 1] > at_zero[opening]
+        if not wanted.any():
+            return data, ends
+        where = offsets[opening[wanted]]
+        written = np.frombuffer(metaspace.replacement.encode("utf-8"), dtype=np.uint8)
+        data = np.insert(data, np.repeat(where, len(written)), np.tile(written, len(where)))
+        return data, ends + len(written) * np.searchsorted(where, ends, side="left")
 
 
 def _chunks(member: np.ndarray, before: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -396,6 +455,7 @@ def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b""
             return None
         else:
             prefix_space = parts.pop().add_prefix_space
+    metaspace = parts.pop() if not byte_level_model and parts and isinstance(parts[-1], Metaspace) else None
     steps = []
     first_regex = None
     for k, part in enumerate(parts):
@@ -408,10 +468,17 @@ def class_split(pre_tokenizer, *, byte_level_model: bool, piece_end: bytes = b""
             return None
         first_regex = regex
         steps.append(("", part.behavior, part.invert))
-    if not steps:
+    if metaspace is not None and metaspace.split:
+        # after its spaces are replaced, a cut before each replacement but one that starts a split (HF's
+        # ``MergedWithNext`` on it); the steps read the stretch's own characters, so spaces count too
+        from regex import escape
+
+        steps.append((f"[{escape(' ')}{escape(metaspace.replacement)}]", "MergedWithNext", False))
+    if not steps and metaspace is None:
         return None
     try:
-        return ClassSplit(steps, prefix_space=prefix_space, piece_end=piece_end, first_regex=first_regex, lead=lead)
+        return ClassSplit(steps, prefix_space=prefix_space, piece_end=piece_end, first_regex=first_regex, lead=lead,
+                          metaspace=metaspace)
     except ValueError:
         return None
 

@@ -275,7 +275,7 @@ class HFPipeline:
                 self._text_steps = steps
         #: the pre-tokenizer split in numpy when every step is a class step (``class_split``), made at
         #: the first encode (None: not yet asked; False: it has some other step)
-        self._class_split = None if numpy_split and not self.track_offsets and fused is None and (
+        self._class_split = None if numpy_split and fused is None and (
             self.piece_stage is not None or (self.model.symbol_level and self.model.token_text != "byte_level")) \
             else False
         #: a lone ``ByteLevel`` with ``add_prefix_space``: its space written before each stretch for the
@@ -350,9 +350,10 @@ class HFPipeline:
         datas: list[np.ndarray] = []
         ends: list[np.ndarray] = []
         size = 0
-        for piece in (*self.added.extract_and_normalize(text, carve_special=carve_special), None):
+        stretches = self.added.extract_and_normalize(text, carve_special=carve_special, track_offsets=self.track_offsets)
+        for piece in (*stretches, None):
             if piece is not None and piece.token is None:
-                made = split.pieces(piece.text)
+                made = split.pieces(piece.text, piece.align, piece.start)
                 if made is None:
                     return None
                 if len(made[1]):

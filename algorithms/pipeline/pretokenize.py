@@ -55,9 +55,16 @@ class WholeText:
     """No pre-tokenization: the whole text is one piece."""
 
     pattern = None
+    one_piece = True  # every text is one piece (``FusedPipeline`` encodes a batch of them in one call)
 
     def split(self, text: str) -> list[str]:
         return [text] if text else []
+
+    def piece_ends(self, data):
+        """Where the pieces of the UTF-8 text ``data`` (uint8) end: at its end (none for an empty text)."""
+        import numpy as np
+
+        return np.full(1 if len(data) else 0, len(data), dtype=np.int64)
 
 
 def pretokenizer_for(vocabulary) -> Pretokenizer:
